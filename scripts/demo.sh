@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Runs the sparkpoint demo on this machine: installs what it needs, then `sparkpoint demo`.
+source "$(dirname "$0")/bootstrap.sh"
+sync_venv --no-dev
+exec .venv/bin/sparkpoint demo "$@"

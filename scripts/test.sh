@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: installs what it needs, lints, then pytest.
+# Extra arguments go to pytest (e.g. scripts/test.sh tests/ha -x).
+source "$(dirname "$0")/bootstrap.sh"
+sync_venv
+.venv/bin/ruff check src tests bench
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,163 @@
+"""State handles: where a piece of checkpointed state is and how to find parts of it.
+
+A *stream handle* is the bytes themselves (inline, for small state) or a file (path, size).
+A keyed handle adds the key-group range its stream covers and one offset per key group, so
+a reader seeks straight to the groups it owns. An operator-state handle adds, per state
+name, the distribution mode and the offset of every element.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from sparkpoint.checkpoint.errors import InvalidCheckpointValue
+from sparkpoint.checkpoint.keygroups import KeyGroupRange
+
+
+@dataclass(frozen=True, slots=True)
+class FileStateHandle:
+    """State in a file. ``path`` is a URI or path; in a savepoint it is relative to the
+    savepoint directory (savepoints are relocatable)."""
+
+    path: str
+    size: int
+
+    def __post_init__(self) -> None:
+        if not self.path:
+            raise InvalidCheckpointValue("file state handle with an empty path")
+        if self.size < 0:
+            raise InvalidCheckpointValue(
+                f"file state handle {self.path}: negative size {self.size}"
+            )
+
+    @property
+    def state_size(self) -> int:
+        return self.size
+
+
+@dataclass(frozen=True, slots=True)
+class InlineStateHandle:
+    """Small state kept inside `_metadata` itself; ``name`` identifies it in listings."""
+
+    name: str
+    data: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    @property
+    def state_size(self) -> int:
+        return len(self.data)
+
+
+StreamStateHandle = FileStateHandle | InlineStateHandle
+
+
+def _check_offsets(offsets: tuple[int, ...], size: int, what: str) -> None:
+    previous = 0
+    for offset in offsets:
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise InvalidCheckpointValue(f"{what}: offset {offset!r} is not an integer")
+        if offset < previous:
+            raise InvalidCheckpointValue(
+                f"{what}: offsets must not decrease ({offset} after {previous})"
+            )
+        if offset > size:
+            raise InvalidCheckpointValue(f"{what}: offset {offset} beyond stream size {size}")
+        previous = offset
+
+
+@dataclass(frozen=True, slots=True)
+class KeyGroupsStateHandle:
+    """Keyed state of a contiguous key-group range, written in key-group order.
+
+    ``offsets[i]`` is where key group ``key_group_range.start + i`` begins in ``stream``;
+    a group ends where the next begins (the last one at the end of the stream).
+    """
+
+    key_group_range: KeyGroupRange
+    offsets: tuple[int, ...]
+    stream: StreamStateHandle
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offsets", tuple(self.offsets))
+        if len(self.offsets) != self.key_group_range.num_key_groups:
+            raise InvalidCheckpointValue(
+                f"keyed state handle for key groups {self.key_group_range} has "
+                f"{len(self.offsets)} offsets, expected {self.key_group_range.num_key_groups}"
+            )
+        _check_offsets(self.offsets, self.stream.size, f"keyed state {self.key_group_range}")
+
+    def offset_of(self, key_group: int) -> int:
+        return self.offsets[self.key_group_range.index_of(key_group)]
+
+    def intersection(self, key_groups: KeyGroupRange) -> KeyGroupsStateHandle | None:
+        """The part of this handle inside ``key_groups`` (same stream, fewer offsets), or
+        ``None`` when they do not overlap."""
+        overlap = self.key_group_range.intersection(key_groups)
+        if overlap.is_empty:
+            return None
+        if overlap == self.key_group_range:
+            return self
+        first = overlap.start - self.key_group_range.start
+        return KeyGroupsStateHandle(
+            overlap, self.offsets[first : first + overlap.num_key_groups], self.stream
+        )
+
+    @property
+    def state_size(self) -> int:
+        return self.stream.size
+
+
+class DistributionMode(enum.StrEnum):
+    """How operator (non-keyed) list state is redistributed on restore (Flink's names)."""
+
+    SPLIT_DISTRIBUTE = "SPLIT_DISTRIBUTE"  # elements split evenly across new subtasks
+    UNION = "UNION"  # every subtask gets the union of all elements
+    BROADCAST = "BROADCAST"  # every subtask gets one full copy (all copies are equal)
+
+
+@dataclass(frozen=True, slots=True)
+class StateMetaInfo:
+    """Per state name in an operator-state stream: element offsets and distribution mode."""
+
+    offsets: tuple[int, ...]
+    mode: DistributionMode
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offsets", tuple(self.offsets))
+        if not isinstance(self.mode, DistributionMode):
+            raise InvalidCheckpointValue(f"distribution mode {self.mode!r} is unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorStateHandle:
+    """Operator list state of one subtask: one stream holding every named state."""
+
+    states: Mapping[str, StateMetaInfo]
+    stream: StreamStateHandle
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "states", MappingProxyType(dict(self.states)))
+        for name, info in self.states.items():
+            if not name:
+                raise InvalidCheckpointValue("operator state with an empty name")
+            _check_offsets(
+                tuple(sorted(info.offsets)), self.stream.size, f"operator state {name!r}"
+            )
+
+    def __hash__(self) -> int:
+        return hash((tuple(sorted(self.states.items())), self.stream))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OperatorStateHandle):
+            return NotImplemented
+        return dict(self.states) == dict(other.states) and self.stream == other.stream
+
+    @property
+    def state_size(self) -> int:
+        return self.stream.size

@@ -1,0 +1,10 @@
+"""CheckpointIDCounter: ZooKeeper and standalone implementations."""
+
+from sparkpoint.counter.api import INITIAL_CHECKPOINT_ID, CheckpointIDCounter
+from sparkpoint.counter.standalone import StandaloneCheckpointIDCounter
+
+__all__ = [
+    "INITIAL_CHECKPOINT_ID",
+    "CheckpointIDCounter",
+    "StandaloneCheckpointIDCounter",
+]

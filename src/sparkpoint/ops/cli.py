@@ -1,0 +1,26 @@
+"""The `sparkpoint` command line: a thin layer over the library."""
+
+from __future__ import annotations
+
+import click
+
+from sparkpoint import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="sparkpoint")
+def main() -> None:
+    """sparkpoint: highly available, Flink-grade checkpoints for stateful PySpark pipelines.
+
+    Coordinators elect a leader through ZooKeeper; the leader triggers consistent
+    checkpoints of every registered pipeline and keeps them, and their ids, in ZooKeeper
+    so that a failover loses and reuses nothing.
+    """
+
+
+def _register_commands() -> None:
+    # Each command group lives in its own module; this is the only place that lists them.
+    pass
+
+
+_register_commands()
