@@ -4,6 +4,7 @@ Pure values with no I/O, importing nothing else from sparkpoint.
 """
 
 from sparkpoint.checkpoint.errors import InvalidCheckpointValue
+from sparkpoint.checkpoint.graph import JobGraph, OperatorSpec
 from sparkpoint.checkpoint.handles import (
     DistributionMode,
     FileStateHandle,
@@ -37,9 +38,11 @@ __all__ = [
     "FileStateHandle",
     "InlineStateHandle",
     "InvalidCheckpointValue",
+    "JobGraph",
     "JobStatus",
     "KeyGroupRange",
     "KeyGroupsStateHandle",
+    "OperatorSpec",
     "OperatorState",
     "OperatorStateHandle",
     "OperatorSubtaskState",

@@ -1,0 +1,84 @@
+"""Every Prometheus metric sparkpoint exports, defined once (prometheus-client).
+
+A leaf module: whoever records a metric imports it from here; the service serves the
+default registry at /metrics. Names follow Prometheus conventions (base units, `_total`
+for counters, `_seconds`/`_bytes` suffixes).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Enum, Gauge, Histogram
+
+_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+# --- leadership and ZooKeeper -------------------------------------------------------------
+IS_LEADER = Gauge("sparkpoint_is_leader", "1 while this coordinator is the active leader.")
+LEADER_EPOCH = Gauge(
+    "sparkpoint_leader_epoch", "Fencing epoch of the current leadership as last seen here."
+)
+LEADER_CHANGES = Counter(
+    "sparkpoint_leader_changes_total", "Times this coordinator gained or lost leadership."
+)
+FENCED_WRITES = Counter(
+    "sparkpoint_fenced_writes_total",
+    "Writes refused because the leader epoch had moved on (this replica was deposed).",
+)
+ZOOKEEPER_CONNECTION_STATE = Enum(
+    "sparkpoint_zookeeper_connection_state",
+    "State of this process' ZooKeeper session.",
+    states=["connected", "suspended", "lost"],
+)
+STORE_RECOVERY_DURATION = Histogram(
+    "sparkpoint_store_recovery_duration_seconds",
+    "Time to read a job's completed-checkpoint store from ZooKeeper.",
+    buckets=_DURATION_BUCKETS,
+)
+STORE_UNREADABLE_POINTERS = Counter(
+    "sparkpoint_store_unreadable_pointers_total",
+    "Checkpoint pointers skipped on recovery because they could not be decoded.",
+    ["job"],
+)
+
+# --- checkpoints, per job -----------------------------------------------------------------
+CHECKPOINTS_TRIGGERED = Counter(
+    "sparkpoint_checkpoints_triggered_total", "Checkpoints triggered.", ["job"]
+)
+CHECKPOINTS_COMPLETED = Counter(
+    "sparkpoint_checkpoints_completed_total", "Checkpoints completed.", ["job"]
+)
+CHECKPOINTS_FAILED = Counter(
+    "sparkpoint_checkpoints_failed_total", "Checkpoints that failed or were declined.", ["job"]
+)
+CHECKPOINTS_EXPIRED = Counter(
+    "sparkpoint_checkpoints_expired_total", "Checkpoints aborted by their timeout.", ["job"]
+)
+PENDING_CHECKPOINTS = Gauge(
+    "sparkpoint_pending_checkpoints", "Checkpoints triggered and not yet finished.", ["job"]
+)
+CHECKPOINT_DURATION = Histogram(
+    "sparkpoint_checkpoint_duration_seconds",
+    "End-to-end checkpoint duration, trigger to completion.",
+    ["job"],
+    buckets=_DURATION_BUCKETS,
+)
+CHECKPOINT_FINALIZE_DURATION = Histogram(
+    "sparkpoint_checkpoint_finalize_duration_seconds",
+    "Coordinator-side finalisation: last acknowledgement to durable in ZooKeeper.",
+    ["job"],
+    buckets=_DURATION_BUCKETS,
+)
+LAST_CHECKPOINT_TIMESTAMP = Gauge(
+    "sparkpoint_last_completed_checkpoint_timestamp_seconds",
+    "Completion time of the newest completed checkpoint (Unix seconds).",
+    ["job"],
+)
+LAST_CHECKPOINT_SIZE = Gauge(
+    "sparkpoint_last_completed_checkpoint_size_bytes",
+    "State size of the newest completed checkpoint.",
+    ["job"],
+)
+RESTORE_FALLBACKS = Counter(
+    "sparkpoint_restore_fallbacks_total",
+    "Restores that skipped an unreadable checkpoint and fell back to an older one.",
+    ["job"],
+)
