@@ -1,0 +1,57 @@
+"""High availability: the ZooKeeper client, leader election, fencing, leader retrieval.
+
+The only package (with ``counter`` and ``store``) that touches kazoo; everything else sees
+the types and exceptions exported here.
+"""
+
+from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
+from sparkpoint.ha.election import ZooKeeperLeaderElection, ZooKeeperLeadership
+from sparkpoint.ha.embedded import EmbeddedLeaderElection
+from sparkpoint.ha.errors import (
+    ConflictError,
+    FencedError,
+    HAError,
+    NotConnectedError,
+    PossiblyAppliedError,
+)
+from sparkpoint.ha.fencing import Fence, Op, read_epoch
+from sparkpoint.ha.leader_info import (
+    ContenderInfo,
+    LeaderInfo,
+    LeaderRetriever,
+    list_contenders,
+    read_leader,
+)
+from sparkpoint.ha.leadership import (
+    ContenderState,
+    LeaderElection,
+    Leadership,
+    LeadershipListener,
+)
+from sparkpoint.ha.paths import ZkPaths
+
+__all__ = [
+    "ConflictError",
+    "ConnectionState",
+    "ContenderInfo",
+    "ContenderState",
+    "EmbeddedLeaderElection",
+    "Fence",
+    "FencedError",
+    "HAError",
+    "LeaderElection",
+    "LeaderInfo",
+    "LeaderRetriever",
+    "Leadership",
+    "LeadershipListener",
+    "NotConnectedError",
+    "Op",
+    "PossiblyAppliedError",
+    "ZkPaths",
+    "ZooKeeperConnection",
+    "ZooKeeperLeaderElection",
+    "ZooKeeperLeadership",
+    "list_contenders",
+    "read_epoch",
+    "read_leader",
+]

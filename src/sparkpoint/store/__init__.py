@@ -8,7 +8,14 @@ from sparkpoint.store.api import (
     CompletedCheckpointStore,
     DuplicateCheckpointError,
 )
+from sparkpoint.store.jobs import (
+    JobRecord,
+    JobRegistry,
+    StandaloneJobRegistry,
+    ZooKeeperJobRegistry,
+)
 from sparkpoint.store.standalone import StandaloneCompletedCheckpointStore
+from sparkpoint.store.zookeeper import ZooKeeperCompletedCheckpointStore
 
 __all__ = [
     "DEFAULT_MAX_RETAINED",
@@ -17,5 +24,10 @@ __all__ = [
     "CheckpointStoreError",
     "CompletedCheckpointStore",
     "DuplicateCheckpointError",
+    "JobRecord",
+    "JobRegistry",
     "StandaloneCompletedCheckpointStore",
+    "StandaloneJobRegistry",
+    "ZooKeeperCompletedCheckpointStore",
+    "ZooKeeperJobRegistry",
 ]

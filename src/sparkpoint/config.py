@@ -1,0 +1,266 @@
+"""One typed configuration: YAML file < `SPARKPOINT_…` environment < command-line flags.
+
+Key names follow Flink's where the concept is the same (DESIGN.md section 9). Every value
+is checked at start-up; a bad one raises :class:`ConfigError` naming the key, the value
+and why it is refused. Durations accept Flink's spelling (``500 ms``, ``30 s``, ``2 min``)
+or a bare number of milliseconds.
+
+>>> cfg = load_config(overrides={"high-availability.zookeeper.quorum": "zk1:2181,zk2:2181"})
+>>> cfg.zookeeper.quorum, cfg.zookeeper.session_timeout_s
+('zk1:2181,zk2:2181', 30.0)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ENV_PREFIX = "SPARKPOINT_"
+
+
+class ConfigError(ValueError):
+    """An invalid configuration value: names the key, the value and the reason."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        super().__init__(f"invalid configuration {key}={value!r}: {reason}")
+        self.key, self.value, self.reason = key, value, reason
+
+
+# --- value parsers ------------------------------------------------------------------------
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milli|millis|s|sec|secs|min|m|h)?\s*$")
+_UNIT_SECONDS = {
+    None: 0.001, "ms": 0.001, "milli": 0.001, "millis": 0.001,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0,
+}  # fmt: skip
+
+
+def parse_duration(key: str, value: object) -> float:
+    """Seconds from ``"30 s"``, ``"500ms"``, ``"2 min"`` or a bare number of milliseconds."""
+    if isinstance(value, bool):
+        raise ConfigError(key, value, "expected a duration such as '30 s' or '500 ms'")
+    if isinstance(value, int | float):
+        return float(value) * 0.001
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ConfigError(key, value, "expected a duration such as '30 s' or '500 ms'")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+def parse_int(key: str, value: object) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(key, value, "expected an integer")
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ConfigError(key, value, "expected an integer") from None
+
+
+def parse_bool(key: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"true", "yes", "1", "on"}:
+        return True
+    if text in {"false", "no", "0", "off"}:
+        return False
+    raise ConfigError(key, value, "expected true or false")
+
+
+def parse_str(key: str, value: object) -> str:
+    return str(value).strip()
+
+
+_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+
+def parse_quorum(key: str, value: object) -> str:
+    """``host:port[,host:port…][/chroot]`` as ZooKeeper clients spell it."""
+    text = str(value).strip()
+    hosts, slash, chroot = text.partition("/")
+    if not hosts:
+        raise ConfigError(key, value, "expected host:port[,host:port...][/chroot]")
+    for part in hosts.split(","):
+        match = _HOST_PORT.match(part.strip())
+        if not match:
+            raise ConfigError(key, value, f"{part!r} is not host:port")
+        if not 1 <= int(match.group(2)) <= 65535:
+            raise ConfigError(key, value, f"port {match.group(2)} is outside 1..65535")
+    if slash and (not chroot or chroot.endswith("/") or "//" in chroot):
+        raise ConfigError(key, value, f"chroot '/{chroot}' is not a valid znode path")
+    return text
+
+
+_ZNODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def parse_znode_name(key: str, value: object) -> str:
+    text = str(value).strip().strip("/")
+    if not all(_ZNODE_NAME.match(part) for part in text.split("/")):
+        raise ConfigError(key, value, "expected znode names of letters, digits, '.', '_', '-'")
+    return text
+
+
+# --- the configuration --------------------------------------------------------------------
+
+
+def _key(name: str, parser: Any, default: Any, help_: str) -> Any:
+    return field(default=default, metadata={"key": name, "parser": parser, "help": help_})
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperSettings:
+    quorum: str = _key(
+        "high-availability.zookeeper.quorum", parse_quorum, "127.0.0.1:2181",
+        "ZooKeeper connect string, host:port[,host:port...][/chroot].",
+    )  # fmt: skip
+    root: str = _key(
+        "high-availability.zookeeper.path.root", parse_znode_name, "sparkpoint",
+        "Root znode under which every cluster keeps its data.",
+    )  # fmt: skip
+    cluster_id: str = _key(
+        "high-availability.cluster-id", parse_znode_name, "default",
+        "Cluster id: coordinators with the same root and id form one cluster.",
+    )  # fmt: skip
+    session_timeout_s: float = _key(
+        "high-availability.zookeeper.client.session-timeout", parse_duration, 30.0,
+        "ZooKeeper session timeout (1 s .. 10 min).",
+    )  # fmt: skip
+    connection_timeout_s: float = _key(
+        "high-availability.zookeeper.client.connection-timeout", parse_duration, 15.0,
+        "How long to wait for the first connection.",
+    )  # fmt: skip
+    retry_wait_s: float = _key(
+        "high-availability.zookeeper.client.retry-wait", parse_duration, 0.1,
+        "First back-off between retries of an idempotent ZooKeeper call.",
+    )  # fmt: skip
+    max_retry_attempts: int = _key(
+        "high-availability.zookeeper.client.max-retry-attempts", parse_int, 5,
+        "Retries of an idempotent ZooKeeper call before giving up.",
+    )  # fmt: skip
+    acl: str = _key(
+        "high-availability.zookeeper.client.acl", parse_str, "open",
+        "'open' (world-readable znodes) or 'creator' (only the authenticated creator).",
+    )  # fmt: skip
+    digest_auth: str = _key(
+        "high-availability.zookeeper.client.digest-auth", parse_str, "",
+        "Digest credentials user:password (use a Secret; empty for none).",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        _check_range(self, "session_timeout_s", 1.0, 600.0)
+        _check_range(self, "connection_timeout_s", 0.1, 600.0)
+        _check_range(self, "retry_wait_s", 0.0, 60.0)
+        _check_range(self, "max_retry_attempts", 0, 100)
+        if self.acl not in {"open", "creator"}:
+            _fail(self, "acl", "expected 'open' or 'creator'")
+        if self.acl == "creator" and not self.digest_auth:
+            _fail(self, "acl", "'creator' needs digest-auth credentials")
+        if self.digest_auth and ":" not in self.digest_auth:
+            _fail(self, "digest_auth", "expected user:password")
+
+    @property
+    def base_path(self) -> str:
+        return f"/{self.root}/{self.cluster_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    max_retained: int = _key(
+        "state.checkpoints.num-retained", parse_int, 1,
+        "Completed checkpoints retained per job (>= 1).",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        _check_range(self, "max_retained", 1, 10_000)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+
+
+_SECTIONS: dict[str, type] = {"zookeeper": ZooKeeperSettings, "store": StoreSettings}
+
+
+def _fail(settings: object, attr: str, reason: str) -> None:
+    meta = {f.name: f.metadata for f in fields(settings)}  # type: ignore[arg-type]
+    raise ConfigError(meta[attr]["key"], getattr(settings, attr), reason)
+
+
+def _check_range(settings: object, attr: str, low: float, high: float) -> None:
+    value = getattr(settings, attr)
+    if not low <= value <= high:
+        _fail(settings, attr, f"must be between {low:g} and {high:g}")
+
+
+def all_keys() -> dict[str, str]:
+    """Every configuration key with its help text (for --help and docs)."""
+    return {
+        f.metadata["key"]: f.metadata["help"]
+        for section in _SECTIONS.values()
+        for f in fields(section)
+    }
+
+
+def env_name(key: str) -> str:
+    """``high-availability.cluster-id`` → ``SPARKPOINT_HIGH_AVAILABILITY_CLUSTER_ID``."""
+    return ENV_PREFIX + re.sub(r"[.-]", "_", key).upper()
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        key = f"{prefix}{name}"
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, key + "."))
+        else:
+            flat[key] = value
+    return flat
+
+
+def load_config(
+    path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Merge file, environment and overrides (in rising precedence) and validate."""
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError("config-file", str(path), f"cannot be read: {exc}") from exc
+        if not isinstance(loaded, Mapping):
+            raise ConfigError("config-file", str(path), "is not a mapping of keys to values")
+        raw.update(_flatten(loaded))
+    environ = os.environ if environ is None else environ
+    known = all_keys()
+    for key in known:
+        if env_name(key) in environ:
+            raw[key] = environ[env_name(key)]
+    raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise ConfigError(unknown[0], raw[unknown[0]], "unknown configuration key")
+
+    sections: dict[str, Any] = {}
+    for name, section in _SECTIONS.items():
+        values: dict[str, Any] = {}
+        for f in fields(section):
+            if f.metadata["key"] in raw:
+                values[f.name] = f.metadata["parser"](f.metadata["key"], raw[f.metadata["key"]])
+        try:
+            sections[name] = section(**values)
+        except ConfigError as exc:
+            # Report the value as the user wrote it ("0.5 s"), not as parsed (0.5).
+            raise ConfigError(exc.key, raw.get(exc.key, exc.value), exc.reason) from None
+    return Config(**sections)

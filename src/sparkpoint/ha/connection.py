@@ -1,0 +1,147 @@
+"""A kazoo client made from the configuration, and a monitor of its connection state."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
+from kazoo.retry import KazooRetry
+from kazoo.security import make_digest_acl
+
+from sparkpoint import metrics
+from sparkpoint.config import ZooKeeperSettings
+from sparkpoint.ha.errors import NotConnectedError
+from sparkpoint.ha.paths import ZkPaths
+
+log = logging.getLogger(__name__)
+
+
+class ConnectionState(enum.StrEnum):
+    CONNECTED = "connected"
+    SUSPENDED = "suspended"  # connection lost, session may still be alive
+    LOST = "lost"  # session expired: ephemeral nodes are gone
+
+
+Listener = Callable[[ConnectionState], None]
+
+
+class ZooKeeperConnection:
+    """Owns the kazoo client: configuration, retries, ACLs and connection state.
+
+    Listeners run on kazoo's event thread, so they must only set flags or events — never
+    block, never call ZooKeeper (kazoo's rule).
+    """
+
+    def __init__(self, settings: ZooKeeperSettings) -> None:
+        self.settings = settings
+        self.paths = ZkPaths(settings.base_path)
+        retry = KazooRetry(
+            max_tries=settings.max_retry_attempts,
+            delay=settings.retry_wait_s,
+            backoff=2,
+            max_delay=max(settings.retry_wait_s, settings.session_timeout_s / 3),
+            deadline=settings.session_timeout_s,
+            ignore_expire=False,  # an expired session must surface, never be retried over
+        )
+        auth = []
+        acl = None
+        if settings.digest_auth:
+            user, _, password = settings.digest_auth.partition(":")
+            auth = [("digest", settings.digest_auth)]
+            if settings.acl == "creator":
+                acl = [make_digest_acl(user, password, all=True)]
+        self.client = KazooClient(
+            hosts=settings.quorum,
+            timeout=settings.session_timeout_s,
+            connection_retry=KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0),
+            command_retry=retry,
+            auth_data=auth or None,
+            default_acl=acl,
+        )
+        self.retry = self.client.retry
+        self._state = ConnectionState.LOST
+        self._changed = threading.Condition()
+        self._listeners: list[Listener] = []
+        self._last_change = time.monotonic()
+        self.client.add_listener(self._on_state)
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> ZooKeeperConnection:
+        try:
+            self.client.start(timeout=self.settings.connection_timeout_s)
+        except Exception as exc:
+            self.client.stop()
+            self.client.close()
+            raise NotConnectedError(
+                f"cannot connect to ZooKeeper at {self.settings.quorum} within "
+                f"{self.settings.connection_timeout_s:g} s: {exc}"
+            ) from exc
+        self._set(ConnectionState.CONNECTED)
+        return self
+
+    def close(self) -> None:
+        """Close the session: its ephemeral nodes (latch, leader info) vanish at once."""
+        try:
+            self.client.stop()
+        finally:
+            self.client.close()
+
+    def __enter__(self) -> ZooKeeperConnection:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- state --------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    @property
+    def session_id(self) -> int | None:
+        sid = self.client.client_id
+        return sid[0] if sid else None
+
+    @property
+    def negotiated_session_timeout_s(self) -> float:
+        # kazoo keeps the server's answer in milliseconds once connected.
+        negotiated = getattr(self.client._connection, "_session_timeout", None)
+        return negotiated / 1000 if negotiated else self.settings.session_timeout_s
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def wait_for(self, state: ConnectionState, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._state is not state:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(remaining)
+        return True
+
+    def _on_state(self, kazoo_state: str) -> None:
+        mapped = {
+            KazooState.CONNECTED: ConnectionState.CONNECTED,
+            KazooState.SUSPENDED: ConnectionState.SUSPENDED,
+            KazooState.LOST: ConnectionState.LOST,
+        }[kazoo_state]
+        self._set(mapped)
+
+    def _set(self, state: ConnectionState) -> None:
+        with self._changed:
+            self._state = state
+            self._last_change = time.monotonic()
+            self._changed.notify_all()
+        metrics.ZOOKEEPER_CONNECTION_STATE.state(state.value)
+        log.info("ZooKeeper connection %s", state.value)
+        for listener in list(self._listeners):
+            listener(state)

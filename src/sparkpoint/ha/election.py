@@ -1,0 +1,407 @@
+"""Leader election among coordinator processes, with fencing (DESIGN.md section 3).
+
+Contenders queue as ephemeral sequential nodes under ``leader/latch``; the first in line
+bumps ``leader/epoch`` by compare-and-set and leads with that epoch E. Every write it makes
+from then on is fenced by E (see ``fencing``). The leader renews ``leader/info`` with a
+fenced write every ``renew_interval_s``: that renewal is how a leader that was paused or
+cut off learns it has been deposed, and it is the lease a follower can later watch.
+
+One thread per contender runs the state machine of docs/ha.md. Kazoo's connection
+listener and znode watches only record what happened and wake that thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
+
+from sparkpoint import metrics
+from sparkpoint.ha import translate
+from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
+from sparkpoint.ha.errors import (
+    ConflictError,
+    FencedError,
+    HAError,
+    NotConnectedError,
+    PossiblyAppliedError,
+)
+from sparkpoint.ha.fencing import Fence, Op, bump_epoch, read_epoch
+from sparkpoint.ha.leader_info import LeaderInfo, sequence_of
+from sparkpoint.ha.leadership import ContenderState, Leadership, LeadershipListener
+
+log = logging.getLogger(__name__)
+
+
+class ZooKeeperLeadership(Leadership):
+    """A leadership won through ZooKeeper: carries the fence its writes go through."""
+
+    def __init__(self, epoch: int, instance_id: str, fence: Fence) -> None:
+        super().__init__(epoch, instance_id)
+        self.fence = fence
+
+
+class _NoListener:
+    def leadership_granted(self, leadership: Leadership) -> None:
+        """Nobody to tell."""
+
+    def leadership_revoked(self, leadership: Leadership, reason: str) -> None:
+        """Nobody to tell."""
+
+
+class ZooKeeperLeaderElection:
+    """One contender. ``start()`` joins the election; ``stop()`` leaves it gracefully.
+
+    ``suspend_grace_s``: how long a leader whose connection is SUSPENDED waits for it to
+    come back before giving up leadership; it stops acting at once either way. The
+    default, a third of the session timeout, ends before the server can expire the
+    session (kazoo reports SUSPENDED after about two thirds of it without an answer).
+    """
+
+    def __init__(
+        self,
+        conn: ZooKeeperConnection,
+        *,
+        instance_id: str,
+        address: str = "",
+        listener: LeadershipListener | None = None,
+        renew_interval_s: float = 1.0,
+        suspend_grace_s: float | None = None,
+    ) -> None:
+        self.conn = conn
+        self.instance_id = instance_id
+        self.address = address
+        self._listener = listener or _NoListener()
+        self.renew_interval_s = renew_interval_s
+        self.suspend_grace_s = (
+            conn.settings.session_timeout_s / 3 if suspend_grace_s is None else suspend_grace_s
+        )
+        self._token = uuid.uuid4().hex  # finds our latch node again after an in-doubt create
+        self._wake = threading.Condition()
+        self._poked = False
+        self._events: list[ConnectionState] = []
+        self._stopping = False
+        self._step_down_request: str | None = None
+        self._thread: threading.Thread | None = None
+
+        self._state = ContenderState.STOPPED
+        self._leadership: ZooKeeperLeadership | None = None
+        self._my_node: str | None = None
+        self._my_session: int | None = None
+        self._suspended_since: float | None = None
+        self._next_renewal = 0.0
+        self._renewals = 0
+        self._since_ms = 0
+
+        self.terms_won = 0
+        self.demotions: list[str] = []
+        conn.add_listener(self._on_connection)
+
+    # --- public -------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ContenderState:
+        return self._state
+
+    @property
+    def leadership(self) -> ZooKeeperLeadership | None:
+        return self._leadership
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("election already started")
+        self._state = ContenderState.FOLLOWER
+        self._thread = threading.Thread(
+            target=self._run, name=f"election-{self.instance_id}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Leave the election: release leadership (delete leader/info and our latch node) so
+        the next contender takes over within one election round."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._state = ContenderState.STOPPED
+
+    def step_down(self, reason: str) -> None:
+        """Give up leadership (if held) and queue again at the back of the line."""
+        with self._wake:
+            self._step_down_request = reason
+            self._wake.notify_all()
+
+    def status(self) -> dict[str, Any]:
+        lead = self._leadership
+        return {
+            "instance_id": self.instance_id,
+            "state": self._state.value,
+            "epoch": lead.epoch if lead else None,
+            "terms_won": self.terms_won,
+            "demotions": list(self.demotions),
+            "latch_node": self._my_node,
+        }
+
+    # --- event plumbing (never blocks, never calls ZooKeeper) ---------------------------
+
+    def _on_connection(self, state: ConnectionState) -> None:
+        lead = self._leadership
+        if lead is not None and state is not ConnectionState.CONNECTED:
+            lead._suspend()  # stop acting *now*, before the election thread even wakes
+        with self._wake:
+            self._events.append(state)
+            self._wake.notify_all()
+
+    def _poke(self, *_: object) -> None:
+        with self._wake:
+            self._poked = True
+            self._wake.notify_all()
+
+    def _on_fenced(self, error: FencedError) -> None:
+        lead = self._leadership
+        if lead is not None:
+            lead._suspend()
+        self.step_down(f"fenced: {error}")
+
+    def _wait(self, timeout: float) -> list[ConnectionState]:
+        with self._wake:
+            if not (self._poked or self._events or self._stopping or self._step_down_request):
+                self._wake.wait(max(timeout, 0.0))
+            self._poked = False
+            events, self._events = self._events, []
+        return events
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        events: list[ConnectionState] = []
+        while not self._stopping:
+            try:
+                if self._leadership is None:
+                    self._follow(events)
+                    events = self._wait(self._follower_wait())
+                else:
+                    self._lead(events)
+                    events = self._wait(self._next_renewal - time.monotonic())
+            except HAError as exc:
+                log.warning("%s: %s", self.instance_id, exc)
+                events = self._wait(0.2)
+            except Exception:  # a bug must not silently end the election thread
+                log.exception("%s: election loop error", self.instance_id)
+                events = self._wait(0.5)
+        self._leave()
+
+    def _follower_wait(self) -> float:
+        return 1.0 if self.conn.state is ConnectionState.CONNECTED else 0.5
+
+    def _follow(self, _events: list[ConnectionState]) -> None:
+        if self._step_down_request is not None:
+            self._step_down_request = None  # nothing to give up
+        if self.conn.state is not ConnectionState.CONNECTED:
+            return
+        node = self._ensure_latch_node()
+        latch = self.conn.paths.latch
+        with translate.reads("reading the election queue"):
+            children = sorted(
+                self.conn.retry(self.conn.client.get_children, latch), key=sequence_of
+            )
+        if node not in children:
+            self._my_node = None  # our node is gone (session change); queue again
+            return
+        position = children.index(node)
+        if position == 0:
+            self._try_lead()
+            return
+        with translate.reads("watching the election queue"):
+            predecessor = f"{latch}/{children[position - 1]}"
+            if self.conn.client.exists(predecessor, watch=self._poke) is None:
+                self._poke()  # gone already: look again at once
+
+    def _ensure_latch_node(self) -> str:
+        session = self.conn.session_id
+        if self._my_node is not None and self._my_session == session:
+            return self._my_node
+        latch = self.conn.paths.latch
+        data = json.dumps({"instance_id": self.instance_id, "address": self.address}).encode()
+        prefix = f"c_{self._token}_"
+        try:
+            with translate.writes("joining the election"):
+                path = self.conn.client.create(
+                    f"{latch}/{prefix}", data, ephemeral=True, sequence=True, makepath=True
+                )
+            node = path.rsplit("/", 1)[1]
+        except PossiblyAppliedError:
+            # Kazoo's lock recipe does the same: find the node by our token, if it was made.
+            with translate.reads("looking for our latch node"):
+                children = self.conn.retry(self.conn.client.get_children, latch)
+            mine = [c for c in children if c.startswith(prefix)]
+            if not mine:
+                raise
+            node = mine[0]
+        self._my_node, self._my_session = node, session
+        return node
+
+    def _try_lead(self) -> None:
+        seen = read_epoch(self.conn)
+        nonce = uuid.uuid4().hex
+        payload = json.dumps(
+            {"instance_id": self.instance_id, "nonce": nonce, "at_ms": _now_ms()}
+        ).encode()
+        try:
+            epoch = bump_epoch(self.conn, seen, payload)
+        except ConflictError:
+            log.info("%s: epoch %d was taken by another contender", self.instance_id, seen + 1)
+            return
+        except PossiblyAppliedError:
+            with translate.reads("re-reading leader epoch"):
+                raw, stat = self.conn.retry(self.conn.client.get, self.conn.paths.epoch)
+            if stat.version != seen + 1 or nonce.encode() not in raw:
+                return
+            epoch = stat.version
+        fence = Fence(self.conn, epoch, on_fenced=self._on_fenced)
+        leadership = ZooKeeperLeadership(epoch, self.instance_id, fence)
+        self._leadership = leadership
+        self._since_ms = _now_ms()
+        self._renewals = 0
+        self._suspended_since = None
+        try:
+            self._publish(first=True)
+        except (FencedError, HAError) as exc:
+            self._step_down(f"could not publish leader info: {exc}", fenced=True)
+            return
+        self._next_renewal = time.monotonic() + self.renew_interval_s
+        self._state = ContenderState.LEADER
+        self.terms_won += 1
+        metrics.IS_LEADER.set(1)
+        metrics.LEADER_EPOCH.set(epoch)
+        metrics.LEADER_CHANGES.inc()
+        log.info("%s: leader with epoch %d", self.instance_id, epoch)
+        self._listener.leadership_granted(leadership)
+
+    def _publish(self, *, first: bool) -> None:
+        lead = self._leadership
+        assert lead is not None
+        info = LeaderInfo(
+            instance_id=self.instance_id,
+            address=self.address,
+            epoch=lead.epoch,
+            since_ms=self._since_ms,
+            renewals=self._renewals,
+            renewed_ms=_now_ms(),
+        ).to_bytes()
+        path = self.conn.paths.leader_info
+        if not first:
+            try:
+                lead.fence.commit([Op.set(path, info)], "renewing leader info")
+                return
+            except ConflictError:
+                pass  # our info vanished (deleted by hand?): publish it anew
+        with translate.reads("reading leader info"):
+            existing = self.conn.retry(self.conn.client.exists, path)
+        ops = [Op.delete(path)] if existing is not None else []
+        lead.fence.commit([*ops, Op.create(path, info, ephemeral=True)], "publishing leader info")
+
+    def _lead(self, events: list[ConnectionState]) -> None:
+        lead = self._leadership
+        assert lead is not None
+        now = time.monotonic()
+        # Renew first: after a long pause (SIGSTOP, GC, a frozen VM) this fenced write is
+        # how the old leader learns, deterministically, that it has been deposed.
+        connected = self.conn.state is ConnectionState.CONNECTED
+        if now >= self._next_renewal and (connected or not lead.is_suspended):
+            self._next_renewal = now + self.renew_interval_s
+            self._renewals += 1
+            try:
+                self._publish(first=False)
+            except FencedError as exc:
+                self._step_down(f"fenced: {exc}", fenced=True)
+                return
+            except (PossiblyAppliedError, NotConnectedError):
+                lead._suspend()
+                self._suspended_since = self._suspended_since or now
+        for event in events:
+            if event is ConnectionState.LOST:
+                self._step_down("ZooKeeper session lost")
+                return
+            if event is ConnectionState.SUSPENDED:
+                lead._suspend()
+                self._suspended_since = self._suspended_since or now
+                self._state = ContenderState.SUSPENDED
+                log.warning("%s: connection suspended; not acting", self.instance_id)
+        if lead.is_suspended and self.conn.state is ConnectionState.CONNECTED:
+            self._resume_if_still_leader(lead)
+            if self._leadership is None:
+                return
+        if self._step_down_request is not None:
+            reason, self._step_down_request = self._step_down_request, None
+            self._step_down(reason, fenced=reason.startswith("fenced"))
+            return
+        if (
+            self._suspended_since is not None
+            and lead.is_suspended
+            and time.monotonic() - self._suspended_since > self.suspend_grace_s
+        ):
+            self._step_down(f"connection suspended for more than {self.suspend_grace_s:.1f} s")
+
+    def _resume_if_still_leader(self, lead: ZooKeeperLeadership) -> None:
+        # Same session is back. Re-read the epoch before acting again (never assume).
+        with translate.reads("re-reading leader epoch"):
+            stat = self.conn.retry(self.conn.client.exists, self.conn.paths.epoch)
+        if stat is None or stat.version != lead.epoch:
+            self._step_down(
+                f"fenced: epoch moved to {stat.version if stat else '?'} while suspended",
+                fenced=True,
+            )
+            return
+        lead._resume()
+        self._suspended_since = None
+        self._state = ContenderState.LEADER
+        log.info("%s: connection back; leading epoch %d again", self.instance_id, lead.epoch)
+
+    def _step_down(self, reason: str, *, fenced: bool = False) -> None:
+        lead = self._leadership
+        if lead is None:
+            return
+        self._leadership = None
+        lead._revoke(reason)
+        self._state = ContenderState.FENCED if fenced else ContenderState.FOLLOWER
+        self.demotions.append(reason)
+        metrics.IS_LEADER.set(0)
+        metrics.LEADER_CHANGES.inc()
+        log.warning("%s: gave up leadership of epoch %d: %s", self.instance_id, lead.epoch, reason)
+        try:
+            self._listener.leadership_revoked(lead, reason)
+        finally:
+            self._leave_queue()
+            self._state = ContenderState.FOLLOWER
+
+    def _leave_queue(self) -> None:
+        """Delete our latch node so we queue again at the back (and a successor moves up)."""
+        node, self._my_node = self._my_node, None
+        if node is None or self.conn.state is not ConnectionState.CONNECTED:
+            return
+        try:
+            with translate.writes("leaving the election queue"):
+                self.conn.client.delete(f"{self.conn.paths.latch}/{node}")
+        except (HAError, NoNodeError) as exc:
+            log.info("%s: latch node %s not deleted: %s", self.instance_id, node, exc)
+
+    def _leave(self) -> None:
+        lead = self._leadership
+        if lead is not None and self.conn.state is ConnectionState.CONNECTED:
+            try:
+                lead.fence.commit([Op.delete(self.conn.paths.leader_info)], "releasing leader info")
+            except HAError as exc:
+                log.info("%s: leader info not released: %s", self.instance_id, exc)
+        self._step_down("stopping")
+        self._leave_queue()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

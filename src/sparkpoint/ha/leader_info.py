@@ -1,0 +1,107 @@
+"""leader/info: who leads, at which address, since when — and reading it back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
+
+from sparkpoint.ha import translate
+from sparkpoint.ha.connection import ZooKeeperConnection
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderInfo:
+    """What the leader publishes; ``renewals`` counts its fenced lease renewals."""
+
+    instance_id: str
+    address: str
+    epoch: int
+    since_ms: int
+    renewals: int = 0
+    renewed_ms: int = 0
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> LeaderInfo | None:
+        try:
+            data: dict[str, Any] = json.loads(raw.decode())
+            return cls(**data)
+        except (ValueError, TypeError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class ContenderInfo:
+    node: str
+    instance_id: str
+    address: str
+
+    @property
+    def sequence(self) -> int:
+        return sequence_of(self.node)
+
+
+def sequence_of(node: str) -> int:
+    """ZooKeeper's 10-digit suffix of a sequential node."""
+    return int(node[-10:])
+
+
+def read_leader(conn: ZooKeeperConnection) -> LeaderInfo | None:
+    """The current leader, or None if no leader holds the current epoch."""
+    with translate.reads("reading leader info"):
+        try:
+            raw, _ = conn.retry(conn.client.get, conn.paths.leader_info)
+        except NoNodeError:
+            return None
+        epoch_stat = conn.retry(conn.client.exists, conn.paths.epoch)
+    info = LeaderInfo.from_bytes(raw)
+    if info is None or epoch_stat is None or info.epoch != epoch_stat.version:
+        return None  # written by a leader that has since been superseded
+    return info
+
+
+def list_contenders(conn: ZooKeeperConnection) -> list[ContenderInfo]:
+    """Every contender in the election, in election order (the first one leads)."""
+    contenders = []
+    with translate.reads("listing contenders"):
+        try:
+            nodes = conn.retry(conn.client.get_children, conn.paths.latch)
+        except NoNodeError:
+            return []
+        for node in sorted(nodes, key=sequence_of):
+            try:
+                raw, _ = conn.retry(conn.client.get, f"{conn.paths.latch}/{node}")
+            except NoNodeError:
+                continue  # left while we listed
+            try:
+                data = json.loads(raw.decode())
+                contenders.append(ContenderInfo(node, data["instance_id"], data["address"]))
+            except (ValueError, KeyError, TypeError):
+                contenders.append(ContenderInfo(node, "?", "?"))
+    return contenders
+
+
+class LeaderRetriever:
+    """Watches leader/info and calls ``on_change`` with the new leader (or None)."""
+
+    def __init__(
+        self, conn: ZooKeeperConnection, on_change: Callable[[LeaderInfo | None], None]
+    ) -> None:
+        self._on_change = on_change
+        self._last: LeaderInfo | None = None
+        conn.client.DataWatch(conn.paths.leader_info, self._watch)
+
+    @property
+    def leader(self) -> LeaderInfo | None:
+        return self._last
+
+    def _watch(self, data: bytes | None, _stat: object) -> None:
+        info = LeaderInfo.from_bytes(data) if data else None
+        self._last = info
+        self._on_change(info)

@@ -1,0 +1,200 @@
+"""CompletedCheckpointStore in ZooKeeper: one pointer znode per retained checkpoint.
+
+``checkpoints/<job-id>/<19-digit id>`` holds a :class:`CheckpointPointer` (where the
+``_metadata`` is, plus a summary) — never the state itself. Adding a checkpoint and
+removing the pointers it subsumes is one fenced transaction, so the store is never seen
+with too few checkpoints, and a deposed leader cannot change it at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kazoo.exceptions import NoNodeError
+
+from sparkpoint import metrics
+from sparkpoint.checkpoint import (
+    CheckpointPointer,
+    InvalidCheckpointValue,
+    JobStatus,
+    parse_checkpoint_id,
+)
+from sparkpoint.ha import (
+    ConflictError,
+    Fence,
+    HAError,
+    Op,
+    PossiblyAppliedError,
+    ZooKeeperConnection,
+    translate,
+)
+from sparkpoint.ha.fencing import missing_parent_ops
+from sparkpoint.store.api import (
+    DEFAULT_MAX_RETAINED,
+    CheckpointDiscarder,
+    CheckpointStoreError,
+)
+from sparkpoint.store.retention import check_can_add, subsumed_by_adding, validate_max_retained
+
+log = logging.getLogger(__name__)
+
+
+class ZooKeeperCompletedCheckpointStore:
+    """The retained checkpoints of one job. ``fence`` is None for read-only use (the CLI
+    reading while no coordinator runs); every write then raises."""
+
+    def __init__(
+        self,
+        conn: ZooKeeperConnection,
+        job_id: str,
+        fence: Fence | None,
+        *,
+        max_retained: int = DEFAULT_MAX_RETAINED,
+    ) -> None:
+        self._conn = conn
+        self._job_id = job_id
+        self._fence = fence
+        self._max_retained = validate_max_retained(max_retained)
+        self._dir = conn.paths.job_checkpoints(job_id)
+        self._retained: list[CheckpointPointer] = []
+        #: Pointers skipped by the last recover() because they could not be read.
+        self.unreadable: list[str] = []
+
+    @property
+    def max_retained(self) -> int:
+        return self._max_retained
+
+    # --- reading ------------------------------------------------------------------------
+
+    def recover(self) -> list[CheckpointPointer]:
+        """Read every pointer, oldest first; skip (with a warning and a metric) what cannot
+        be decoded instead of failing, so one bad znode never blocks a job's recovery."""
+        started = time.monotonic()
+        pointers: list[CheckpointPointer] = []
+        unreadable: list[str] = []
+        with translate.reads(f"reading checkpoints of job {self._job_id}"):
+            try:
+                names = self._conn.retry(self._conn.client.get_children, self._dir)
+            except NoNodeError:
+                names = []
+            for name in sorted(names):
+                path = f"{self._dir}/{name}"
+                try:
+                    raw, _ = self._conn.retry(self._conn.client.get, path)
+                except NoNodeError:
+                    log.warning("checkpoint pointer %s vanished while recovering", path)
+                    continue
+                try:
+                    pointer = self._decode(name, raw)
+                except InvalidCheckpointValue as exc:
+                    log.warning("skipping unreadable checkpoint pointer %s: %s", path, exc)
+                    metrics.STORE_UNREADABLE_POINTERS.labels(job=self._job_id).inc()
+                    unreadable.append(path)
+                    continue
+                pointers.append(pointer)
+        pointers.sort(key=lambda p: p.checkpoint_id)
+        self._retained = pointers
+        self.unreadable = unreadable
+        metrics.STORE_RECOVERY_DURATION.observe(time.monotonic() - started)
+        return list(pointers)
+
+    def _decode(self, name: str, raw: bytes) -> CheckpointPointer:
+        checkpoint_id = parse_checkpoint_id(name)
+        pointer = CheckpointPointer.from_bytes(raw)
+        if pointer.checkpoint_id != checkpoint_id or pointer.job_id != self._job_id:
+            raise InvalidCheckpointValue(
+                f"pointer names job {pointer.job_id} checkpoint {pointer.checkpoint_id}, "
+                f"but sits at job {self._job_id} checkpoint {checkpoint_id}"
+            )
+        return pointer
+
+    def get_latest(self) -> CheckpointPointer | None:
+        return self._retained[-1] if self._retained else None
+
+    def get_all(self) -> list[CheckpointPointer]:
+        return list(self._retained)
+
+    # --- writing ------------------------------------------------------------------------
+
+    def add_checkpoint_and_subsume_oldest(
+        self, pointer: CheckpointPointer, discarder: CheckpointDiscarder | None = None
+    ) -> list[CheckpointPointer]:
+        if pointer.job_id != self._job_id:
+            raise CheckpointStoreError(
+                f"checkpoint of job {pointer.job_id} offered to the store of job {self._job_id}"
+            )
+        fence = self._require_fence()
+        check_can_add(self._retained, pointer)
+        subsumed = subsumed_by_adding(self._retained, self._max_retained)
+        path = self._conn.paths.checkpoint(self._job_id, pointer.checkpoint_id)
+        ops = [
+            *missing_parent_ops(self._conn, path),
+            Op.create(path, pointer.to_bytes()),
+            *(
+                Op.delete(self._conn.paths.checkpoint(self._job_id, s.checkpoint_id))
+                for s in subsumed
+            ),
+        ]
+        what = f"adding checkpoint {pointer.checkpoint_id} of job {self._job_id}"
+        try:
+            fence.commit(ops, what)
+        except ConflictError as exc:
+            # ZooKeeper disagrees with our view (someone else wrote): re-read, then refuse.
+            self.recover()
+            raise CheckpointStoreError(
+                f"{exc}; the store was re-read, nothing was changed"
+            ) from exc
+        except PossiblyAppliedError:
+            if not self._applied(path, pointer):
+                raise
+            log.warning("%s: in-doubt write turned out applied", what)
+        self._retained = [*self._retained[len(subsumed) :], pointer]
+        self._discard(subsumed, discarder)
+        return subsumed
+
+    def _applied(self, path: str, pointer: CheckpointPointer) -> bool:
+        """After an in-doubt add: did our exact pointer land?"""
+        try:
+            with translate.reads(f"re-reading {path}"):
+                raw, _ = self._conn.retry(self._conn.client.get, path)
+        except NoNodeError:
+            return False
+        return raw == pointer.to_bytes()
+
+    def shutdown(self, job_status: JobStatus, discarder: CheckpointDiscarder | None = None) -> None:
+        """On a globally terminal status remove every pointer (and discard the files);
+        otherwise keep everything for the next leader."""
+        if not job_status.is_globally_terminal:
+            return
+        fence = self._require_fence()
+        dropped = self.recover()
+        ops = [
+            Op.delete(self._conn.paths.checkpoint(self._job_id, p.checkpoint_id)) for p in dropped
+        ]
+        ops += [Op.delete(path) for path in self.unreadable]
+        with translate.reads(f"checking {self._dir}"):
+            exists = self._conn.retry(self._conn.client.exists, self._dir) is not None
+        if exists:
+            ops.append(Op.delete(self._dir))
+        if ops:
+            fence.commit(ops, f"removing the checkpoints of job {self._job_id}")
+        self._retained = []
+        self._discard(dropped, discarder)
+
+    def _require_fence(self) -> Fence:
+        if self._fence is None:
+            raise HAError(f"the store of job {self._job_id} was opened read-only")
+        return self._fence
+
+    @staticmethod
+    def _discard(pointers: list[CheckpointPointer], discarder: CheckpointDiscarder | None) -> None:
+        if discarder is None:
+            return
+        for pointer in pointers:
+            if pointer.is_savepoint:
+                continue  # savepoints belong to the user
+            try:
+                discarder.discard(pointer)
+            except Exception as exc:  # the orphan collector removes what is left behind
+                log.warning("could not discard checkpoint %s: %s", pointer.checkpoint_id, exc)
