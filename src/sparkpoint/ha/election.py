@@ -327,7 +327,7 @@ class ZooKeeperLeaderElection:
                 self._suspended_since = self._suspended_since or now
         for event in events:
             if event is ConnectionState.LOST:
-                self._step_down("ZooKeeper session lost")
+                self._step_down_after_session_loss(lead)
                 return
             if event is ConnectionState.SUSPENDED:
                 lead._suspend()
@@ -348,6 +348,21 @@ class ZooKeeperLeaderElection:
             and time.monotonic() - self._suspended_since > self.suspend_grace_s
         ):
             self._step_down(f"connection suspended for more than {self.suspend_grace_s:.1f} s")
+
+    def _step_down_after_session_loss(self, lead: ZooKeeperLeadership) -> None:
+        """LOST ends the term. Before saying why, confirm against the epoch (never assume):
+        a fenced, check-only transaction tells "deposed by a successor" (counted as a fenced
+        write) from "alone, session merely expired". Nothing is written either way."""
+        reason = "ZooKeeper session lost"
+        if self.conn.wait_for(ConnectionState.CONNECTED, min(self.suspend_grace_s, 2.0)):
+            try:
+                lead.fence.commit([], "confirming leadership after session loss")
+            except FencedError as exc:
+                self._step_down(f"fenced: {exc}", fenced=True)
+                return
+            except HAError as exc:
+                reason += f" (epoch not confirmed: {exc})"
+        self._step_down(reason)
 
     def _resume_if_still_leader(self, lead: ZooKeeperLeadership) -> None:
         # Same session is back. Re-read the epoch before acting again (never assume).
