@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
@@ -63,7 +64,6 @@ class ZooKeeperConnection:
             auth_data=auth or None,
             default_acl=acl,
         )
-        self.retry = self.client.retry
         self._state = ConnectionState.LOST
         self._changed = threading.Condition()
         self._listeners: list[Listener] = []
@@ -97,6 +97,19 @@ class ZooKeeperConnection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def retry(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run an idempotent call with kazoo's retry policy — but only while connected.
+
+        Kazoo queues a call made while disconnected until the connection is back, which
+        during a lost quorum may be never; refusing up front keeps callers responsive.
+        """
+        self.require_connected()
+        return self.client.retry(func, *args, **kwargs)
+
+    def require_connected(self) -> None:
+        if self._state is not ConnectionState.CONNECTED:
+            raise NotConnectedError(f"ZooKeeper connection is {self._state.value}")
 
     # --- state --------------------------------------------------------------------------
 

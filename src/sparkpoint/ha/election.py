@@ -12,6 +12,7 @@ listener and znode watches only record what happened and wake that thread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -213,6 +214,15 @@ class ZooKeeperLeaderElection:
             )
         if node not in children:
             self._my_node = None  # our node is gone (session change); queue again
+            return
+        stale = [c for c in children if c.startswith(f"c_{self._token}_") and c != node]
+        if stale:
+            # Left behind when we stepped down while disconnected. Waiting behind our own
+            # old node would deadlock the queue, so remove them and look again.
+            for old in stale:
+                with contextlib.suppress(ConflictError), translate.writes("removing a stale node"):
+                    self.conn.client.delete(f"{latch}/{old}")
+            self._poke()
             return
         position = children.index(node)
         if position == 0:

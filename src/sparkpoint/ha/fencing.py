@@ -78,6 +78,7 @@ class Fence:
         """
         if self.is_fenced:
             raise self._fenced_error(what, None)
+        self.conn.require_connected()
         client = self.conn.client
         tx = client.transaction()
         tx.check(self.conn.paths.epoch, self.epoch)
@@ -94,7 +95,8 @@ class Fence:
                 raise ValueError(f"unknown transaction operation {op.kind!r}")
         try:
             with translate.writes(what):
-                results = tx.commit()
+                # Bounded wait: an unanswered transaction is in doubt, never waited on forever.
+                results = tx.commit_async().get(timeout=self.conn.settings.session_timeout_s)
         except PossiblyAppliedError:
             # In doubt: re-read the epoch. If it moved on, the check would have refused the
             # write had it reached the server in time, and we are deposed either way.

@@ -16,12 +16,19 @@ from kazoo.exceptions import (
     OperationTimeoutError,
     SessionExpiredError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import RetryFailedError
 
 from sparkpoint.ha.errors import ConflictError, HAError, NotConnectedError, PossiblyAppliedError
 
 # Errors after which a write may or may not have reached the server.
-_IN_DOUBT = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, RetryFailedError)
+_IN_DOUBT = (
+    ConnectionLoss,
+    OperationTimeoutError,
+    SessionExpiredError,
+    RetryFailedError,
+    KazooTimeoutError,
+)
 
 
 @contextmanager
