@@ -153,6 +153,11 @@ class OperatorStateHandle:
     def __hash__(self) -> int:
         return hash((tuple(sorted(self.states.items())), self.stream))
 
+    def __reduce__(self) -> tuple[type[OperatorStateHandle], tuple[object, ...]]:
+        # A mappingproxy cannot be pickled; rebuild from a plain dict (Spark pickles
+        # handles on their way from executors to the driver).
+        return (type(self), (dict(self.states), self.stream))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OperatorStateHandle):
             return NotImplemented
