@@ -153,7 +153,8 @@ def read_keyed_handle(
             chunk = data[group_start - start : group_end - start]
             if len(chunk) < GROUP_HEADER.size:
                 raise StateFileError(
-                    f"{_describe(handle.stream)}, key group {key_group}: shorter than a header"
+                    f"{_describe(handle.stream)}, key group {key_group}: shorter than a group "
+                    "header (its offsets are wrong)"
                 )
             for key, value in _parse_group(handle.stream, chunk, key_group, max_parallelism):
                 yield key_group, key, value
