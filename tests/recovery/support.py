@@ -14,6 +14,7 @@ from typing import Any
 
 from sparkpoint.checkpoint import (
     CheckpointKind,
+    CheckpointPointer,
     CompletedCheckpoint,
     DistributionMode,
     FileStateHandle,
@@ -24,6 +25,7 @@ from sparkpoint.checkpoint import (
 )
 from sparkpoint.recovery.keygroups import key_group_for_key, key_group_range_for_subtask
 from sparkpoint.recovery.statefile import OperatorStateWriter, write_keyed_state
+from sparkpoint.storage import CheckpointLocation, CommittedMetadata
 
 
 class InlineOutput:
@@ -116,4 +118,41 @@ def checkpoint_of(
         1_000,
         2_000,
         {s.operator_uid: s for s in states},
+    )
+
+
+def write_keyed_checkpoint(
+    location: CheckpointLocation,
+    state: Mapping[Any, bytes],
+    *,
+    uid: str = "count",
+    max_parallelism: int = 128,
+    parallelism: int = 3,
+    checkpoint_id: int | None = None,
+) -> tuple[CompletedCheckpoint, CommittedMetadata]:
+    """Write ``state`` through real storage as ``parallelism`` subtasks would, commit
+    `_metadata`, and return the checkpoint and what was committed."""
+    keyed = keyed_operator_state(
+        uid,
+        state,
+        max_parallelism,
+        parallelism,
+        lambda name: location.state_output(uid, int(name.rsplit("-", 1)[1]), 0),
+    )
+    kind = CheckpointKind.SAVEPOINT if location.is_savepoint else CheckpointKind.CHECKPOINT
+    cid = location.checkpoint_id or checkpoint_id or 1
+    checkpoint = CompletedCheckpoint(location.job_id, cid, kind, 1_000, 2_000, {uid: keyed})
+    return checkpoint, location.commit_metadata(checkpoint)
+
+
+def pointer_for(checkpoint: CompletedCheckpoint, committed: CommittedMetadata) -> CheckpointPointer:
+    return CheckpointPointer(
+        checkpoint.job_id,
+        checkpoint.checkpoint_id,
+        checkpoint.kind,
+        checkpoint.trigger_timestamp_ms,
+        checkpoint.completion_timestamp_ms,
+        committed.uri,
+        checkpoint.state_size,
+        committed.checksum,
     )

@@ -24,6 +24,7 @@ from sparkpoint.recovery.keygroups import key_group_for_key_bytes
 from sparkpoint.recovery.keys import Key, KeyEncodingError, decode_key_from
 from sparkpoint.recovery.plan import SubtaskRestore
 from sparkpoint.recovery.statefile import GROUP_HEADER, GROUP_MAGIC, U32
+from sparkpoint.storage.errors import StorageError
 
 #: Consecutive key groups are fetched together up to this many bytes per read: few round
 #: trips on HDFS, bounded memory. A single larger group is read on its own.
@@ -65,7 +66,7 @@ class StreamReader:
             fs = self._cache[stream.path] = self._filesystem_for(stream.path)
         try:
             data = fs.read_range(stream.path, offset, length)
-        except OSError as exc:
+        except (OSError, StorageError) as exc:
             raise StateFileError(f"{stream.path}: cannot read state: {exc}") from exc
         if len(data) != length:
             raise StateFileError(
