@@ -118,9 +118,9 @@ def _checkpoint_dirs(storage: CheckpointStorage, pointer: str) -> list[tuple[int
     found = []
     for entry in entries:
         name = entry.name
-        if entry.is_dir and name.startswith("chk-") and name[4:].isdigit():
-            if fs.exists(str(parse(entry.path).child(METADATA_FILE_NAME))):
-                found.append((int(name[4:]), entry.path))
+        complete = entry.is_dir and name.startswith("chk-") and name[4:].isdigit()
+        if complete and fs.exists(str(parse(entry.path).child(METADATA_FILE_NAME))):
+            found.append((int(name[4:]), entry.path))
     return sorted(found, reverse=True)
 
 
