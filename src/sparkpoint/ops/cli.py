@@ -20,7 +20,9 @@ def main() -> None:
 
 def _register_commands() -> None:
     # Each command group lives in its own module; this is the only place that lists them.
-    pass
+    from sparkpoint.ops.cli_restore import restore
+
+    main.add_command(restore)
 
 
 _register_commands()
