@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkpoint.checkpoint import DistributionMode, JobGraph, OperatorSpec
+from sparkpoint.checkpoint import DistributionMode, JobGraph, KeyGroupsStateHandle, OperatorSpec
 from sparkpoint.recovery import assignment, plan_restore
 from sparkpoint.recovery.keygroups import (
     key_group_for_key,
@@ -81,6 +81,18 @@ def test_every_key_lands_once_on_the_subtask_its_key_group_names(
     for subtask in op.subtasks:
         expected_range = key_group_range_for_subtask(max_parallelism, new, subtask.index)
         assert subtask.key_group_range == expected_range
+        for handle in subtask.keyed:
+            # Cut without re-validation by the planner: must equal a validated cut.
+            assert handle.key_group_range.intersection(expected_range) == handle.key_group_range
+            rebuilt = KeyGroupsStateHandle(handle.key_group_range, handle.offsets, handle.stream)
+            assert rebuilt == handle
+            old_handle = next(
+                h
+                for s in cp.operator_states["count"].subtask_states.values()
+                for h in s.keyed
+                if h.stream == handle.stream
+            )
+            assert old_handle.intersection(handle.key_group_range) == handle
         for key_group, key, value in read_subtask_keyed_state(
             subtask, max_parallelism=max_parallelism
         ):

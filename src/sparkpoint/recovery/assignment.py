@@ -23,6 +23,7 @@ from sparkpoint.checkpoint import (
     CompletedCheckpoint,
     DistributionMode,
     JobGraph,
+    KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorSpec,
     OperatorState,
@@ -135,9 +136,31 @@ def _assign_operator_state(
     return [b.build() for b in builders]
 
 
+def _cut(handle: KeyGroupsStateHandle, overlap: KeyGroupRange) -> KeyGroupsStateHandle:
+    """``handle`` restricted to ``overlap`` (non-empty, inside its range).
+
+    Same result as ``handle.intersection(overlap)``, without re-validating: a contiguous
+    slice of already validated offsets is valid, and re-checking every offset of every
+    derived handle (and formatting its error message up front) was most of the planning
+    time for large jobs.
+    """
+    if overlap == handle.key_group_range:
+        return handle
+    first = overlap.start - handle.key_group_range.start
+    cut = object.__new__(KeyGroupsStateHandle)
+    object.__setattr__(cut, "key_group_range", overlap)
+    object.__setattr__(cut, "offsets", handle.offsets[first : first + overlap.num_key_groups])
+    object.__setattr__(cut, "stream", handle.stream)
+    return cut
+
+
 def _assign_keyed_state(
-    state: OperatorState, max_parallelism: int, parallelism: int, unchanged: bool
+    state: OperatorState,
+    max_parallelism: int,
+    ranges: Sequence[KeyGroupRange],
+    unchanged: bool,
 ) -> list[list[KeyGroupsStateHandle]]:
+    parallelism = len(ranges)
     out: list[list[KeyGroupsStateHandle]] = [[] for _ in range(parallelism)]
     for index in sorted(state.subtask_states):
         for handle in state.subtask_states[index].keyed:
@@ -151,10 +174,12 @@ def _assign_keyed_state(
             first = subtask_for_key_group(max_parallelism, parallelism, r.start)
             last = subtask_for_key_group(max_parallelism, parallelism, r.end)
             for new_index in range(first, last + 1):
-                target = key_group_range_for_subtask(max_parallelism, parallelism, new_index)
-                part = handle.intersection(target)
-                if part is not None:
-                    out[new_index].append(part)
+                target = ranges[new_index]
+                # Inline intersection: this loop runs once per (old handle, new subtask).
+                start = target.start if target.start > r.start else r.start
+                end = target.end if target.end < r.end else r.end
+                if start <= end:
+                    out[new_index].append(_cut(handle, KeyGroupRange(start, end)))
     return out
 
 
@@ -177,7 +202,7 @@ def _assign(spec: OperatorSpec, state: OperatorState | None) -> OperatorRestore:
             tuple(SubtaskRestore(i, ranges[i]) for i in range(parallelism)),
         )
     unchanged = state.parallelism == parallelism and state.max_parallelism == max_parallelism
-    keyed = _assign_keyed_state(state, max_parallelism, parallelism, unchanged)
+    keyed = _assign_keyed_state(state, max_parallelism, ranges, unchanged)
     operator = _assign_operator_state(state, parallelism, unchanged)
     return OperatorRestore(
         spec.uid,
