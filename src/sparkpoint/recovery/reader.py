@@ -141,6 +141,8 @@ def read_keyed_handle(
 
     With ``max_parallelism``, every key is checked to hash into the group it was found in.
     """
+    if handle.key_group_range.is_empty:
+        return
     spans = _group_spans(reader, handle)
     i = 0
     while i < len(spans):
