@@ -192,6 +192,7 @@ def test_unsupported_key_types_are_refused(bad: Any) -> None:
         ("5300000001ff", "not UTF-8"),
         ("4e4e", "trailing"),
         ("550000000249000000", "truncated"),
+        ("5500000001" * 101 + "4e", "nested more than 100 deep"),
     ],
 )
 def test_malformed_key_bytes_are_refused(hex_bytes: str, message: str) -> None:

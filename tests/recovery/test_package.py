@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import subprocess
 import sys
 
@@ -28,6 +29,13 @@ def test_the_state_writer_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_docstring_examples() -> None:
+    from sparkpoint.recovery import plan, statefile, validation
+
+    for module in (statefile, validation, plan):
+        assert doctest.testmod(module).failed == 0
 
 
 def test_an_empty_keyed_handle_reads_as_nothing() -> None:
