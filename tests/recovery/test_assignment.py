@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import pickle
 from collections import Counter
 from typing import Any
 
@@ -112,6 +113,10 @@ def test_plan_survives_json(scale: tuple[int, int, int], state: dict[Any, bytes]
     plan = plan_restore(cp, _graph("count", new, max_parallelism))
     again = RestorePlan.from_json(plan.to_json())
     assert again == plan
+    # Plans and their parts are pickled to reach Spark executors.
+    assert pickle.loads(pickle.dumps(plan)) == plan
+    last = plan.subtask("count", new - 1)
+    assert pickle.loads(pickle.dumps(last)) == last
     assert again.subtask("count", new - 1).keyed == plan.subtask("count", new - 1).keyed
 
 

@@ -226,3 +226,21 @@ def test_operator_state_round_trips_through_files(tmp_path: Path) -> None:
     )
     assert [len(p["offsets"]) for p in parts] == [5, 4]
     assert all(sorted(p["seen"]) == [b"0", b"1", b"2"] for p in parts)
+
+
+def test_operator_state_plans_pickle(tmp_path: Path) -> None:
+    union = DistributionMode.UNION
+    state = list_operator_state(
+        "src",
+        {0: {"seen": (union, [b"a"])}, 1: {"seen": (union, [b"b"])}},
+        128,
+        2,
+        lambda n: LocalFileOutput(tmp_path / n),
+    )
+    plan = plan_restore(checkpoint_of(state), JobGraph("job", (OperatorSpec("src", 3, 128),)))
+    subtask = pickle.loads(pickle.dumps(plan.subtask("src", 2)))
+    assert subtask == plan.subtask("src", 2)
+    assert sorted(read_operator_state(subtask.operator, local_filesystem_for)["seen"]) == [
+        b"a",
+        b"b",
+    ]

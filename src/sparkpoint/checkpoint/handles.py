@@ -158,6 +158,11 @@ class OperatorStateHandle:
             return NotImplemented
         return dict(self.states) == dict(other.states) and self.stream == other.stream
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # A mappingproxy cannot be pickled, and restore plans travel to Spark executors
+        # pickled: rebuild from a plain dict.
+        return (OperatorStateHandle, (dict(self.states), self.stream))
+
     @property
     def state_size(self) -> int:
         return self.stream.size

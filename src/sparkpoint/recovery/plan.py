@@ -128,6 +128,19 @@ class RestorePlan:
         object.__setattr__(self, "operators", MappingProxyType(dict(self.operators)))
         object.__setattr__(self, "non_restored", tuple(self.non_restored))
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # mappingproxy does not pickle; the pipeline ships plan parts to executors.
+        return (
+            RestorePlan,
+            (
+                self.job_id,
+                self.checkpoint_id,
+                self.checkpoint_kind,
+                dict(self.operators),
+                self.non_restored,
+            ),
+        )
+
     def subtask(self, operator_uid: str, index: int) -> SubtaskRestore:
         return self.operators[operator_uid].subtasks[index]
 
