@@ -46,6 +46,12 @@ def test_a_flip_in_the_body_is_a_checksum_mismatch() -> None:
     assert "checksum mismatch" in _decode_error(bytes(flipped)).defect
 
 
+def test_a_flip_in_the_version_is_corruption_not_a_newer_version() -> None:
+    flipped = bytearray(GOOD)
+    flipped[9] ^= 0x02  # version 1 → 3
+    assert "checksum mismatch" in _decode_error(bytes(flipped)).defect
+
+
 def test_wrong_magic() -> None:
     error = _decode_error(json.dumps({"checkpoint": 42}).encode() + bytes(40))
     assert error.defect.startswith("wrong magic number")

@@ -290,6 +290,13 @@ class WebHdfsServer:
         with self._faults_lock:
             self._faults.append(_Fault(op.upper(), role, status, raw, content_type, times))
 
+    def clear_faults(self) -> int:
+        """Forget injected faults; returns how many answers were still unused."""
+        with self._faults_lock:
+            unused = sum(f.remaining for f in self._faults)
+            self._faults.clear()
+        return unused
+
     def take_fault(self, op: str, role: str) -> _Fault | None:
         with self._faults_lock:
             for fault in self._faults:

@@ -153,15 +153,15 @@ class OperatorStateHandle:
     def __hash__(self) -> int:
         return hash((tuple(sorted(self.states.items())), self.stream))
 
+    def __reduce__(self) -> tuple[type[OperatorStateHandle], tuple[object, ...]]:
+        # A mappingproxy cannot be pickled; rebuild from a plain dict (Spark pickles
+        # handles on their way from executors to the driver).
+        return (type(self), (dict(self.states), self.stream))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OperatorStateHandle):
             return NotImplemented
         return dict(self.states) == dict(other.states) and self.stream == other.stream
-
-    def __reduce__(self) -> tuple[object, ...]:
-        # A mappingproxy cannot be pickled, and restore plans travel to Spark executors
-        # pickled: rebuild from a plain dict.
-        return (OperatorStateHandle, (dict(self.states), self.stream))
 
     @property
     def state_size(self) -> int:

@@ -77,6 +77,13 @@ class OperatorState:
     def __hash__(self) -> int:
         return hash((self.operator_uid, self.parallelism, self.max_parallelism))
 
+    def __reduce__(self) -> tuple[type[OperatorState], tuple[object, ...]]:
+        # A mappingproxy cannot be pickled; rebuild from a plain dict.
+        return (
+            type(self),
+            (self.operator_uid, self.parallelism, self.max_parallelism, dict(self.subtask_states)),
+        )
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OperatorState):
             return NotImplemented
@@ -119,6 +126,20 @@ class CompletedCheckpoint:
 
     def __hash__(self) -> int:
         return hash((self.job_id, self.checkpoint_id))
+
+    def __reduce__(self) -> tuple[type[CompletedCheckpoint], tuple[object, ...]]:
+        # A mappingproxy cannot be pickled; rebuild from a plain dict.
+        return (
+            type(self),
+            (
+                self.job_id,
+                self.checkpoint_id,
+                self.kind,
+                self.trigger_timestamp_ms,
+                self.completion_timestamp_ms,
+                dict(self.operator_states),
+            ),
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CompletedCheckpoint):

@@ -38,34 +38,29 @@ def frame(version: int, body: bytes) -> bytes:
 def unframe(data: bytes, source: str, supported: range) -> tuple[int, int, int]:
     """Check the envelope of ``data``; return (version, body start, body end).
 
-    Checks in an order that names the most useful defect: a file that is not `_metadata`
-    at all, then one this build is too old for, then truncation and trailing bytes, and
-    finally corruption anywhere (the checksum).
+    The order of the checks decides which defect is named: first whether this is a
+    `_metadata` file at all (magic), then its length against the length in its header
+    (truncated, trailing garbage), then the checksum, and only then the version. Because
+    the envelope is the same in every version, a corrupted version field reads as a
+    checksum mismatch, and "newer than this build" is said only of intact files.
     """
     size = len(data)
-    if size < len(MAGIC) or data[: len(MAGIC)] != MAGIC:
-        if MAGIC.startswith(bytes(data[: len(MAGIC)])):
+    head = bytes(data[: len(MAGIC)])
+    if head != MAGIC:
+        if MAGIC.startswith(head):
             raise MetadataError(
                 source, f"truncated: {size} bytes, shorter than the {HEADER_SIZE}-byte header"
             )
         raise MetadataError(
             source,
-            f"wrong magic number {bytes(data[: len(MAGIC)]).hex()} "
-            f"(expected {MAGIC.hex()}): not a sparkpoint _metadata file",
+            f"wrong magic number {head.hex()} (expected {MAGIC.hex()}): "
+            "not a sparkpoint _metadata file",
         )
     if size < HEADER_SIZE:
         raise MetadataError(
             source, f"truncated: {size} bytes, shorter than the {HEADER_SIZE}-byte header"
         )
     _, version, flags, body_length = _HEADER.unpack_from(data)
-    if version > supported.stop - 1:
-        raise MetadataError(
-            source,
-            f"format version {version} is newer than this build reads "
-            f"(versions {supported.start}..{supported.stop - 1}); upgrade sparkpoint",
-        )
-    if version not in supported:
-        raise MetadataError(source, f"unknown format version {version}")
     expected = HEADER_SIZE + body_length + TRAILER_SIZE
     if size < expected:
         raise MetadataError(source, f"truncated: {size} bytes, the header announces {expected}")
@@ -87,6 +82,14 @@ def unframe(data: bytes, source: str, supported: range) -> tuple[int, int, int]:
             f"checksum mismatch (stored {stored:08x}, computed {computed:08x}): "
             "the file is corrupt",
         )
+    if version > supported.stop - 1:
+        raise MetadataError(
+            source,
+            f"format version {version} is newer than this build reads "
+            f"(versions {supported.start}..{supported.stop - 1}); upgrade sparkpoint",
+        )
+    if version not in supported:
+        raise MetadataError(source, f"unknown format version {version}")
     if flags != 0:
         raise MetadataError(source, f"unknown header flags {flags:#06x}")
     return version, HEADER_SIZE, HEADER_SIZE + body_length

@@ -47,6 +47,9 @@ class Writer:
         self.buf.append(value)
 
     def uvarint(self, value: int) -> None:
+        if 0 <= value < 0x80:  # most varints are one byte: skip the loop
+            self.buf.append(value)
+            return
         if value < 0 or value >= _U64_LIMIT:
             raise ValueError(f"{value} does not fit an unsigned 64-bit varint")
         buf = self.buf
@@ -119,6 +122,9 @@ class Reader:
 
     def uvarint(self, what: str) -> int:
         data, pos, end = self.data, self.pos, self.end
+        if pos < end and data[pos] < 0x80:  # the one-byte fast path
+            self.pos = pos + 1
+            return data[pos]
         result = shift = 0
         for i in range(_MAX_VARINT_BYTES):
             if pos + i >= end:
