@@ -10,7 +10,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkpoint.checkpoint import DistributionMode, JobGraph, KeyGroupsStateHandle, OperatorSpec
+from sparkpoint.checkpoint import (
+    DistributionMode,
+    JobGraph,
+    KeyGroupsStateHandle,
+    OperatorSpec,
+    OperatorStateHandle,
+    StateMetaInfo,
+)
 from sparkpoint.recovery import assignment, plan_restore
 from sparkpoint.recovery.keygroups import (
     key_group_for_key,
@@ -157,6 +164,11 @@ def test_operator_state_split_union_broadcast(case: tuple[int, int, dict[int, An
     cp = checkpoint_of(list_operator_state("src", per_subtask, 128, old, InlineOutput))
     plan = plan_restore(cp, JobGraph("job", (OperatorSpec("src", new, 128),)))
     received = [read_operator_state(s.operator) for s in plan.operators["src"].subtasks]
+    for subtask in plan.operators["src"].subtasks:
+        for handle in subtask.operator:
+            # Built unchecked by the planner: must pass the checking constructor.
+            checked = {n: StateMetaInfo(i.offsets, i.mode) for n, i in handle.states.items()}
+            assert OperatorStateHandle(checked, handle.stream) == handle
     modes = {name: mode for states in per_subtask.values() for name, (mode, _) in states.items()}
     for name, mode in modes.items():
         every = [e for states in per_subtask.values() for e in states[name][1]]
@@ -244,3 +256,18 @@ def test_operators_without_state_get_nothing() -> None:
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(assignment).failed == 0
+
+
+def test_planning_leaves_the_garbage_collector_as_it_found_it() -> None:
+    import gc
+
+    keyed = keyed_operator_state("count", {"a": b"1"}, 128, 2, InlineOutput)
+    assert gc.isenabled()
+    plan_restore(checkpoint_of(keyed), _graph("count", 3, 128))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        plan_restore(checkpoint_of(keyed), _graph("count", 3, 128))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

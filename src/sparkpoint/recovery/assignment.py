@@ -17,7 +17,11 @@ After Flink's StateAssignmentOperation and RoundRobinOperatorStateRepartitioner:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from types import MappingProxyType
+from typing import TypeVar
 
 from sparkpoint.checkpoint import (
     CompletedCheckpoint,
@@ -35,8 +39,23 @@ from sparkpoint.recovery.keygroups import key_group_range_for_subtask, subtask_f
 from sparkpoint.recovery.plan import OperatorRestore, RestorePlan, SubtaskRestore
 from sparkpoint.recovery.validation import has_keyed_state, validate_restore
 
+_T = TypeVar("_T")
+
 #: (stream, offsets of one state name in it) — a run of operator-state elements.
 _Run = tuple[StreamStateHandle, tuple[int, ...]]
+
+
+def _unchecked(cls: type[_T], **fields: object) -> _T:
+    """An instance of the frozen dataclass ``cls`` built without its ``__post_init__``
+    checks. Only for values derived from already validated ones — a slice of checked
+    offsets, offsets of one stream regrouped — where re-checking every offset of tens of
+    thousands of derived handles was most of the planning time. The property tests
+    rebuild every planned handle through the checking constructor to keep this honest.
+    """
+    obj = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(obj, name, value)
+    return obj
 
 
 class _OperatorStateBuilder:
@@ -53,10 +72,18 @@ class _OperatorStateBuilder:
         states.setdefault(name, (mode, []))[1].extend(offsets)
 
     def build(self) -> tuple[OperatorStateHandle, ...]:
+        # Every offset comes from a validated handle of the same stream, so the new
+        # handles are valid by construction (see _unchecked).
         return tuple(
-            OperatorStateHandle(
-                {name: StateMetaInfo(tuple(offs), mode) for name, (mode, offs) in states.items()},
-                stream,
+            _unchecked(
+                OperatorStateHandle,
+                states=MappingProxyType(
+                    {
+                        name: _unchecked(StateMetaInfo, offsets=tuple(offs), mode=mode)
+                        for name, (mode, offs) in states.items()
+                    }
+                ),
+                stream=stream,
             )
             for stream, states in self._streams.items()
         )
@@ -137,21 +164,17 @@ def _assign_operator_state(
 
 
 def _cut(handle: KeyGroupsStateHandle, overlap: KeyGroupRange) -> KeyGroupsStateHandle:
-    """``handle`` restricted to ``overlap`` (non-empty, inside its range).
-
-    Same result as ``handle.intersection(overlap)``, without re-validating: a contiguous
-    slice of already validated offsets is valid, and re-checking every offset of every
-    derived handle (and formatting its error message up front) was most of the planning
-    time for large jobs.
-    """
+    """``handle`` restricted to ``overlap`` (non-empty, inside its range): the same as
+    ``handle.intersection(overlap)``, without re-validating the sliced offsets."""
     if overlap == handle.key_group_range:
         return handle
     first = overlap.start - handle.key_group_range.start
-    cut = object.__new__(KeyGroupsStateHandle)
-    object.__setattr__(cut, "key_group_range", overlap)
-    object.__setattr__(cut, "offsets", handle.offsets[first : first + overlap.num_key_groups])
-    object.__setattr__(cut, "stream", handle.stream)
-    return cut
+    return _unchecked(
+        KeyGroupsStateHandle,
+        key_group_range=overlap,
+        offsets=handle.offsets[first : first + overlap.num_key_groups],
+        stream=handle.stream,
+    )
 
 
 def _assign_keyed_state(
@@ -215,6 +238,24 @@ def _assign(spec: OperatorSpec, state: OperatorState | None) -> OperatorRestore:
     )
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while the plan is built.
+
+    A large plan allocates hundreds of thousands of small objects and no reference
+    cycles; with the collector running, its full passes over the (equally large)
+    checkpoint tripled planning time (bench/recovery_bench.py). Only a collector that was
+    enabled is enabled again, so an application that turned it off keeps it off.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def plan_restore(
     checkpoint: CompletedCheckpoint, new_graph: JobGraph, allow_non_restored_state: bool = False
 ) -> RestorePlan:
@@ -231,10 +272,11 @@ def plan_restore(
     ['[0, 42]', '[43, 85]', '[86, 127]']
     """
     result = validate_restore(checkpoint, new_graph, allow_non_restored_state)
-    operators = {
-        spec.uid: _assign(spec, checkpoint.operator_states.get(spec.uid))
-        for spec in new_graph.operators
-    }
+    with _collector_paused():
+        operators = {
+            spec.uid: _assign(spec, checkpoint.operator_states.get(spec.uid))
+            for spec in new_graph.operators
+        }
     return RestorePlan(
         job_id=new_graph.job_id,
         checkpoint_id=checkpoint.checkpoint_id,
