@@ -40,7 +40,13 @@ SPLIT, UNION, BROADCAST = (
 )
 
 scalar_keys = st.one_of(
-    st.integers(-(10**6), 10**6), st.text(max_size=8), st.binary(max_size=8), st.booleans()
+    st.integers(-(10**6), 10**6),
+    st.integers(),
+    st.text(max_size=8),
+    st.binary(max_size=8),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False),  # NaN keys never compare equal, so dicts cannot hold them
 )
 state_strategy = st.dictionaries(
     st.one_of(scalar_keys, st.tuples(st.text(max_size=3), st.integers(0, 50))),

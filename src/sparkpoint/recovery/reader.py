@@ -188,9 +188,7 @@ def read_subtask_keyed_state(
     ...     state[key] = pickle.loads(value)  # doctest: +SKIP
     """
     for handle in subtask.keyed:
-        if not handle.key_group_range.intersection(subtask.key_group_range) == (
-            handle.key_group_range
-        ):
+        if handle.key_group_range.intersection(subtask.key_group_range) != handle.key_group_range:
             raise StateFileError(
                 f"subtask {subtask.index}: handle for {handle.key_group_range} reaches outside "
                 f"its key groups {subtask.key_group_range}"
@@ -201,7 +199,9 @@ def read_subtask_keyed_state(
 def read_operator_state(
     handles: Iterable[OperatorStateHandle], filesystem_for: FileSystemFor | None = None
 ) -> dict[str, list[bytes]]:
-    """Per state name, the elements assigned to this subtask, in plan order.
+    """Per state name, the elements assigned to this subtask, in plan order. A name
+    that is missing got no elements here (SPLIT_DISTRIBUTE with fewer elements than
+    subtasks): treat it as an empty list.
 
     Operator state is small (source offsets and the like), so each stream is read whole
     once and elements are cut from it.
