@@ -93,8 +93,11 @@ def default_max_parallelism(parallelism: int) -> int:
     """Flink's computeDefaultMaxParallelism: the next power of two ≥ P + P//2, kept within
     128 … 32768. Gives room to scale up ~1.5x before the key groups run out of subtasks.
     """
-    if parallelism < 1:
-        raise ValueError(f"parallelism {parallelism} must be at least 1")
+    if not 1 <= parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+        # Flink's checkParallelismPreconditions: no parallelism can exceed 32768.
+        raise ValueError(
+            f"parallelism {parallelism} is out of range 1..{UPPER_BOUND_MAX_PARALLELISM}"
+        )
     wanted = parallelism + parallelism // 2
     power = 1 << (wanted - 1).bit_length()  # smallest power of two ≥ wanted
     return min(max(power, DEFAULT_LOWER_BOUND_MAX_PARALLELISM), UPPER_BOUND_MAX_PARALLELISM)
