@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Iterator
 from urllib.parse import urlsplit
@@ -61,3 +62,24 @@ def test_fallback_on_hdfs(hdfs_root: str) -> None:
     loaded = load_latest_checkpoint(store, storage, "hdfs-fb")
     assert loaded is not None and loaded.checkpoint.checkpoint_id == 1
     assert loaded.skipped[0].metadata_uri == latest
+
+
+def test_cli_plans_from_hdfs(hdfs_root: str) -> None:
+    from click.testing import CliRunner
+
+    from sparkpoint.ops.cli import main
+
+    storage = CheckpointStorage(hdfs_root, user="sparkpoint")
+    write_keyed_checkpoint(storage.init_checkpoint("hdfs-cli", 4), STATE)
+    pointer = storage.checkpoint_directory("hdfs-cli", 4)
+    result = CliRunner().invoke(
+        main, ["restore", "plan", pointer, "-p", "5", "--hdfs-user", "sparkpoint", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert [s["index"] for s in json.loads(result.output)["operators"][0]["subtasks"]] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -173,6 +174,8 @@ def _print_plan(
 )
 @click.option("--subtasks", is_flag=True, help="Also list every subtask's handles.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option("--hdfs-user", envvar="SPARKPOINT_HDFS_USER", help="HDFS user (simple auth).")
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="HDFS timeout (s).")
 def plan_command(
     pointer: str,
     *,
@@ -182,6 +185,8 @@ def plan_command(
     allow_non_restored_state: bool,
     subtasks: bool,
     as_json: bool,
+    hdfs_user: str | None,
+    timeout: float,
 ) -> None:
     """Show which state every new subtask would read when restoring POINTER.
 
@@ -194,7 +199,10 @@ def plan_command(
       sparkpoint restore plan /ckpt/clicks -p count=8 -p source=2
     """
     try:
-        loaded = load_checkpoint(CheckpointStorage(pointer), pointer)
+        options: dict[str, Any] = {"timeout": timeout}
+        if hdfs_user:
+            options["user"] = hdfs_user
+        loaded = load_checkpoint(CheckpointStorage(pointer, **options), pointer)
         graph = _new_graph(loaded.checkpoint, graph_file, parallelism, max_parallelism)
         plan = plan_restore(loaded.checkpoint, graph, allow_non_restored_state)
     except (RestoreError, StorageError, InvalidCheckpointValue) as exc:

@@ -3,6 +3,10 @@
 Planning (:func:`plan_restore`) is pure: checkpoint + new graph → :class:`RestorePlan`.
 Loading (``recovery.loading``) and reading state files (``recovery.reader``) are separate
 steps, so the planner can run anywhere and tasks read only their share.
+
+``recovery.loading`` (storage, metrics) and ``recovery.reader`` (storage) are not
+imported here: Spark executors import ``recovery.statefile`` to write snapshots, and
+importing it runs this module, which must stay light.
 """
 
 from sparkpoint.recovery.assignment import plan_restore
