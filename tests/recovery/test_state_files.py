@@ -244,3 +244,12 @@ def test_operator_state_plans_pickle(tmp_path: Path) -> None:
         b"a",
         b"b",
     ]
+
+
+def test_one_key_twice_is_refused() -> None:
+    from tests.recovery.support import InlineOutput
+
+    with pytest.raises(ValueError, match="given twice"):
+        statefile.write_keyed_state(
+            InlineOutput("x"), [(0.0, b"a"), (-0.0, b"b")], KeyGroupRange(0, 127), 128
+        )

@@ -181,7 +181,13 @@ def write_keyed_state(
     )
     writer = KeyedStateWriter(stream, key_group_range, max_parallelism)
     current = None
+    previous_key: bytes | None = None
     for key_group, key_bytes, value in encoded:
+        if key_bytes == previous_key:
+            # Two values for one key (e.g. 0.0 and -0.0, one key here): which one a
+            # restore would keep is undefined, so refuse.
+            raise ValueError(f"key {key_bytes!r} given twice (as canonical bytes)")
+        previous_key = key_bytes
         if key_group != current:
             writer.begin_key_group(key_group)
             current = key_group
