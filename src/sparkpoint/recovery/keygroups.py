@@ -17,6 +17,9 @@ from __future__ import annotations
 import mmh3
 
 from sparkpoint.checkpoint import UPPER_BOUND_MAX_PARALLELISM, KeyGroupRange
+
+# canonical_key_bytes lives in recovery.keys (with its decoder); re-exported here because
+# it is half of the key-group contract.
 from sparkpoint.recovery.keys import Key, canonical_key_bytes
 
 #: Flink's DEFAULT_LOWER_BOUND_MAX_PARALLELISM.
@@ -25,6 +28,7 @@ DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 128
 __all__ = [
     "DEFAULT_LOWER_BOUND_MAX_PARALLELISM",
     "UPPER_BOUND_MAX_PARALLELISM",
+    "canonical_key_bytes",
     "check_parallelism",
     "default_max_parallelism",
     "key_group_for_key",
