@@ -30,6 +30,7 @@ def api(request: pytest.FixtureRequest) -> Iterator[Any]:
             method, f"{base_url}/webhdfs/v1{root}{path}", params=params, timeout=30, **kwargs
         )
 
+    call.root = root  # type: ignore[attr-defined]
     yield call
     call("DELETE", "", "DELETE", params={"recursive": "true"})
     session.close()
@@ -87,10 +88,10 @@ def test_missing_file_is_a_remote_exception(api: Any) -> None:
 def test_rename_answers_false_when_the_target_exists(api: Any) -> None:
     _create(api, "/a", b"a")
     _create(api, "/b", b"b")
-    target = api("GET", "", "GETFILESTATUS").url.split("?")[0].split("/webhdfs/v1")[1]
-    answer = api("PUT", "/a", "RENAME", params={"destination": f"{target}/b"})
+    answer = api("PUT", "/a", "RENAME", params={"destination": f"{api.root}/b"})
     assert answer.status_code == 200 and answer.json() == {"boolean": False}
-    answer = api("PUT", "/a", "RENAME", params={"destination": f"{target}/c"})
+    assert api("GET", "/b", "OPEN").content == b"b"
+    answer = api("PUT", "/a", "RENAME", params={"destination": f"{api.root}/c"})
     assert answer.json() == {"boolean": True}
     assert api("GET", "/c", "OPEN").content == b"a"
 

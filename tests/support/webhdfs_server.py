@@ -246,7 +246,9 @@ class WebHdfsServer:
         self._namenode = _RoleServer(self, "namenode")
         self._datanode = _RoleServer(self, "datanode")
         self._threads = [
-            threading.Thread(target=s.serve_forever, name=f"webhdfs-{s.role}", daemon=True)
+            threading.Thread(
+                target=s.serve_forever, args=(0.05,), name=f"webhdfs-{s.role}", daemon=True
+            )
             for s in (self._namenode, self._datanode)
         ]
         for thread in self._threads:

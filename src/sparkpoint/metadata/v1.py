@@ -187,13 +187,16 @@ class _Decoder:
         stream = self.stream(where)
         if end_exclusive < start:
             raise self.fail(f"{where}: key-group range [{start}, {end_exclusive - 1}] is inverted")
-        key_groups = self.build(where, lambda: KeyGroupRange(start, end_exclusive - 1))
-        if len(offsets) != key_groups.num_key_groups:
+        if len(offsets) != end_exclusive - start:
             raise self.fail(
-                f"{where}: {len(offsets)} key-group offsets contradict the range {key_groups} "
-                f"of {key_groups.num_key_groups} key groups"
+                f"{where}: {len(offsets)} key-group offsets contradict the range "
+                f"{KeyGroupRange(start, end_exclusive - 1)} of {end_exclusive - start} key groups"
             )
-        return self.build(where, lambda: KeyGroupsStateHandle(key_groups, offsets, stream))
+        # One try block instead of a closure per value: this runs once per subtask.
+        try:
+            return KeyGroupsStateHandle(KeyGroupRange(start, end_exclusive - 1), offsets, stream)
+        except InvalidCheckpointValue as exc:
+            raise self.fail(f"{where}: {exc}") from None
 
     def operator_handle(self, where: str) -> OperatorStateHandle:
         r = self.r
@@ -223,12 +226,15 @@ class _Decoder:
             raise r.error(f"{where}: directory index {number} beyond the {len(self.heads)} known")
         path = self.heads[number] + r.text("file name")
         size = r.uvarint("file size")
-        if paths.is_relative(path) and self.base_dir is not None:
+        if self.base_dir is not None and paths.is_relative(path):
             unsafe = paths.unsafe_relative(path)
             if unsafe:
                 raise self.fail(f"{where}: {unsafe}")
             path = paths.resolve(path, self.base_dir)
-        return self.build(where, lambda: FileStateHandle(path, size))
+        try:
+            return FileStateHandle(path, size)
+        except InvalidCheckpointValue as exc:
+            raise self.fail(f"{where}: {exc}") from None
 
     def build(self, where: str, make: Callable[[], _T]) -> _T:
         # The domain model validates itself; its complaint becomes a MetadataError here.

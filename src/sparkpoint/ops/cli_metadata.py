@@ -117,8 +117,28 @@ def _print_tables(loaded: LoadedMetadata, checks: list[FileCheck] | None, subtas
     terminal = Console(highlight=False)
     # Piped into a file or grep, long paths should stay on one line.
     console = terminal if terminal.is_terminal else Console(highlight=False, width=240)
-    cp: CompletedCheckpoint = loaded.checkpoint
-    summary = Table.grid(padding=(0, 2))
+    console.print(_summary(loaded))
+    console.print(_operators(loaded.checkpoint))
+    if subtasks:
+        console.print(_subtasks(loaded.checkpoint))
+    if checks is not None:
+        problems = [c for c in checks if not c.ok]
+        console.print(f"verify: {len(checks)} state files checked, {len(problems)} problems")
+        if problems:
+            console.print(_problems(problems))
+
+
+def _table(title: str, *columns: str, right_from: int = 99) -> Table:
+    table = Table(title=title, title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, overflow="fold", justify="right" if i >= right_from else "left")
+    return table
+
+
+def _summary(loaded: LoadedMetadata) -> Table:
+    cp = loaded.checkpoint
+    grid = Table.grid(padding=(0, 2))
+    duration = cp.completion_timestamp_ms - cp.trigger_timestamp_ms
     for name, value in (
         ("metadata", loaded.uri),
         ("size", f"{loaded.size} bytes"),
@@ -126,18 +146,16 @@ def _print_tables(loaded: LoadedMetadata, checks: list[FileCheck] | None, subtas
         ("job", cp.job_id),
         ("checkpoint", f"{cp.checkpoint_id} ({cp.kind.value})"),
         ("triggered", _time(cp.trigger_timestamp_ms)),
-        (
-            "completed",
-            f"{_time(cp.completion_timestamp_ms)} "
-            f"(+{cp.completion_timestamp_ms - cp.trigger_timestamp_ms} ms)",
-        ),
+        ("completed", f"{_time(cp.completion_timestamp_ms)} (+{duration} ms)"),
         ("state size", f"{cp.state_size} bytes"),
     ):
-        summary.add_row(name, value)
-    console.print(summary)
+        grid.add_row(name, value)
+    return grid
 
-    table = Table(title="operators", title_justify="left")
-    for column in (
+
+def _operators(cp: CompletedCheckpoint) -> Table:
+    table = _table(
+        "operators",
         "operator",
         "parallelism",
         "max par.",
@@ -147,58 +165,47 @@ def _print_tables(loaded: LoadedMetadata, checks: list[FileCheck] | None, subtas
         "files",
         "inline",
         "state bytes",
-    ):
-        table.add_column(
-            column, overflow="fold", justify="left" if column == "operator" else "right"
-        )
+        right_from=1,
+    )
     for uid, state in cp.operator_states.items():
-        keyed, operator, files, inline = _handle_counts(state)
         with_state = sum(1 for s in state.subtask_states.values() if s.has_state)
+        counts = _handle_counts(state)
         table.add_row(
             uid,
             str(state.parallelism),
             str(state.max_parallelism),
             f"{with_state}/{state.parallelism}",
-            str(keyed),
-            str(operator),
-            str(files),
-            str(inline),
+            *(str(n) for n in counts),
             str(state.state_size),
         )
-    console.print(table)
+    return table
 
-    if subtasks:
-        detail = Table(title="subtasks", title_justify="left")
-        for column in ("operator", "subtask", "key groups", "operator states", "streams", "bytes"):
-            detail.add_column(column, overflow="fold")
-        for uid, state in cp.operator_states.items():
-            for index, sub in sorted(state.subtask_states.items()):
-                groups = ", ".join(str(h.key_group_range) for h in sub.keyed) or "-"
-                names = (
-                    ", ".join(
-                        f"{n} ({i.mode.value})" for h in sub.operator for n, i in h.states.items()
-                    )
-                    or "-"
-                )
-                streams = (
-                    ", ".join(
-                        f"file {h.stream.path}"
-                        if isinstance(h.stream, FileStateHandle)
-                        else f"inline {h.stream.name}"
-                        for h in (*sub.keyed, *sub.operator)
-                    )
-                    or "-"
-                )
-                detail.add_row(uid, str(index), groups, names, streams, str(sub.state_size))
-        console.print(detail)
 
-    if checks is not None:
-        problems = [c for c in checks if not c.ok]
-        console.print(f"verify: {len(checks)} state files checked, {len(problems)} problems")
-        if problems:
-            bad = Table(title="problems", title_justify="left")
-            for column in ("operator", "subtask", "path", "problem"):
-                bad.add_column(column, overflow="fold")
-            for c in problems:
-                bad.add_row(c.operator_uid, str(c.subtask), c.path, c.problem or "")
-            console.print(bad)
+def _subtasks(cp: CompletedCheckpoint) -> Table:
+    table = _table(
+        "subtasks", "operator", "subtask", "key groups", "operator states", "streams", "bytes"
+    )
+    for uid, state in cp.operator_states.items():
+        for index, sub in sorted(state.subtask_states.items()):
+            groups = [str(h.key_group_range) for h in sub.keyed]
+            names = [f"{n} ({i.mode.value})" for h in sub.operator for n, i in h.states.items()]
+            streams = [
+                f"file {h.stream.path}"
+                if isinstance(h.stream, FileStateHandle)
+                else f"inline {h.stream.name}"
+                for h in (*sub.keyed, *sub.operator)
+            ]
+            table.add_row(
+                uid,
+                str(index),
+                *(", ".join(items) or "-" for items in (groups, names, streams)),
+                str(sub.state_size),
+            )
+    return table
+
+
+def _problems(problems: list[FileCheck]) -> Table:
+    table = _table("problems", "operator", "subtask", "path", "problem")
+    for c in problems:
+        table.add_row(c.operator_uid, str(c.subtask), c.path, c.problem or "")
+    return table

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkpoint.storage import webhdfs
 from sparkpoint.storage.errors import StorageError
 from sparkpoint.storage.filesystem import FileSystem
 from sparkpoint.storage.local import LocalFileSystem
 from sparkpoint.storage.uri import LOCAL_SCHEMES, parse
+
+#: Options of the HDFS filesystem (see sparkpoint.storage.webhdfs.WebHdfsFileSystem).
+HDFS_OPTIONS = frozenset({"user", "timeout", "webhdfs_port", "auth"})
 
 
 def filesystem_for(uri: str, **options: Any) -> FileSystem:
@@ -21,12 +23,16 @@ def filesystem_for(uri: str, **options: Any) -> FileSystem:
     >>> filesystem_for("/tmp/checkpoints")
     LocalFileSystem()
     """
-    unknown = set(options) - webhdfs.OPTIONS
+    unknown = set(options) - HDFS_OPTIONS
     if unknown:
         raise StorageError(
-            f"unknown filesystem option(s) {sorted(unknown)}; known: {sorted(webhdfs.OPTIONS)}"
+            f"unknown filesystem option(s) {sorted(unknown)}; known: {sorted(HDFS_OPTIONS)}"
         )
     parsed = parse(uri)
     if parsed.scheme in LOCAL_SCHEMES:
         return LocalFileSystem()
-    return webhdfs.WebHdfsFileSystem(parsed.scheme, parsed.authority, **options)
+    # Imported here: the local filesystem (the embedded default, most executors' case)
+    # should not pay for importing the HTTP stack.
+    from sparkpoint.storage.webhdfs import WebHdfsFileSystem
+
+    return WebHdfsFileSystem(parsed.scheme, parsed.authority, **options)

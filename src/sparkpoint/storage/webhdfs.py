@@ -36,8 +36,6 @@ from sparkpoint.storage.uri import Uri, parse
 DEFAULT_WEBHDFS_PORT = 9870
 DEFAULT_SWEBHDFS_PORT = 9871
 DEFAULT_TIMEOUT_S = 60.0
-#: Options :func:`~sparkpoint.storage.filesystem_for` passes to this filesystem.
-OPTIONS = frozenset({"user", "timeout", "webhdfs_port", "auth"})
 _SPOOL_IN_MEMORY = 16 * 1024 * 1024
 _PERMISSION_EXCEPTIONS = {"AccessControlException", "SecurityException", "AuthorizationException"}
 
