@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY
 
-from sparkpoint.checkpoint import JobGraph, OperatorSpec
+from sparkpoint.checkpoint import (
+    CheckpointKind,
+    CompletedCheckpoint,
+    JobGraph,
+    OperatorSpec,
+    OperatorState,
+    OperatorSubtaskState,
+)
 from sparkpoint.recovery import (
     CheckpointLoadError,
     NoRestorableCheckpointError,
@@ -18,6 +25,7 @@ from sparkpoint.recovery import (
 )
 from sparkpoint.recovery.loading import load_checkpoint, load_latest_checkpoint
 from sparkpoint.recovery.reader import read_subtask_keyed_state
+from sparkpoint.recovery.statefile import write_keyed_state
 from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store.standalone import StandaloneCompletedCheckpointStore
 from tests.recovery.support import pointer_for, write_keyed_checkpoint
@@ -191,3 +199,49 @@ def test_bad_pointers_name_the_path_and_the_defect(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:30])
     with pytest.raises(CheckpointLoadError, match=f"cannot load .*: {path}: "):
         load_checkpoint(storage, str(path))
+
+
+def test_rescale_chain_3_to_128_to_7_to_1(tmp_path: Path) -> None:
+    """Each generation restores its share, snapshots it again as its own subtask would
+    (only its key groups), and the next generation restores from that."""
+    from sparkpoint.checkpoint import (
+        CheckpointKind,
+        CompletedCheckpoint,
+        OperatorState,
+        OperatorSubtaskState,
+    )
+    from sparkpoint.recovery.statefile import write_keyed_state
+
+    storage = CheckpointStorage(str(tmp_path / "ckpt"))
+    _, committed = write_keyed_checkpoint(storage.init_checkpoint("chain", 1), STATE)
+    pointer = committed.uri
+    for checkpoint_id, parallelism in enumerate([128, 7, 1], start=2):
+        loaded = load_checkpoint(storage, pointer)
+        graph = JobGraph("chain", (OperatorSpec("count", parallelism, 128, keyed=True),))
+        plan = plan_restore(loaded.checkpoint, graph)
+        location = storage.init_checkpoint("chain", checkpoint_id)
+        subtasks = {}
+        for subtask in plan.operators["count"].subtasks:
+            share = [
+                (key, value)
+                for _, key, value in read_subtask_keyed_state(
+                    subtask, storage.filesystem, max_parallelism=128
+                )
+            ]
+            handle = write_keyed_state(
+                location.state_output("count", subtask.index, 0),
+                share,
+                subtask.key_group_range,
+                128,
+            )
+            subtasks[subtask.index] = OperatorSubtaskState(keyed=(handle,))
+        checkpoint = CompletedCheckpoint(
+            "chain",
+            checkpoint_id,
+            CheckpointKind.CHECKPOINT,
+            10,
+            20,
+            {"count": OperatorState("count", parallelism, 128, subtasks)},
+        )
+        pointer = location.commit_metadata(checkpoint).uri
+    assert _restore_all(storage, pointer, 3) == STATE
