@@ -204,14 +204,6 @@ def test_bad_pointers_name_the_path_and_the_defect(tmp_path: Path) -> None:
 def test_rescale_chain_3_to_128_to_7_to_1(tmp_path: Path) -> None:
     """Each generation restores its share, snapshots it again as its own subtask would
     (only its key groups), and the next generation restores from that."""
-    from sparkpoint.checkpoint import (
-        CheckpointKind,
-        CompletedCheckpoint,
-        OperatorState,
-        OperatorSubtaskState,
-    )
-    from sparkpoint.recovery.statefile import write_keyed_state
-
     storage = CheckpointStorage(str(tmp_path / "ckpt"))
     _, committed = write_keyed_checkpoint(storage.init_checkpoint("chain", 1), STATE)
     pointer = committed.uri
