@@ -21,8 +21,10 @@ def main() -> None:
 def _register_commands() -> None:
     # Each command group lives in its own module; this is the only place that lists them.
     from sparkpoint.ops.cli_metadata import metadata_group
+    from sparkpoint.ops.cli_restore import restore
 
     main.add_command(metadata_group)
+    main.add_command(restore)
 
 
 _register_commands()
