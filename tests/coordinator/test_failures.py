@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from prometheus_client import REGISTRY
+
 from sparkpoint.checkpoint import JobStatus
 from sparkpoint.coordinator import (
     AbortNotice,

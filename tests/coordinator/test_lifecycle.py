@@ -5,16 +5,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparkpoint.checkpoint import CheckpointKind
+from sparkpoint.checkpoint import CheckpointKind, JobGraph, OperatorSpec
 from sparkpoint.coordinator import (
     AbortNotice,
+    CheckpointCoordinator,
+    CheckpointingOptions,
     CheckpointStatus,
     CompletionNotice,
     TriggerNotice,
 )
 
-from .localdisk import metadata_path, read_metadata
-from .support import Harness, make_harness
+from .localdisk import LocalCheckpointStorage, metadata_path, read_metadata
+from .support import (
+    FailingCounter,
+    FailingStore,
+    Harness,
+    ManualClock,
+    keyed_state,
+    make_harness,
+)
 
 
 def test_nothing_is_triggered_before_the_interval(harness: Harness) -> None:
@@ -40,8 +49,6 @@ def test_full_lifecycle(harness: Harness) -> None:
 
     h.clock.advance(250)
     uid, i = sorted(h.graph.acknowledging_subtasks)[-1]
-    from .support import keyed_state
-
     done = h.coordinator.acknowledge(cid, uid, i, keyed_state(i, 3))
     assert done.status is CheckpointStatus.COMPLETED
     pointer = done.pointer
@@ -128,12 +135,6 @@ def test_a_store_refusal_gives_no_completion_notice(harness: Harness) -> None:
 
 
 def test_a_graph_without_acknowledging_operators_completes_at_trigger(tmp_path: Path) -> None:
-    from sparkpoint.checkpoint import JobGraph, OperatorSpec
-    from sparkpoint.coordinator import CheckpointCoordinator, CheckpointingOptions
-
-    from .support import FailingCounter, FailingStore, ManualClock
-    from .localdisk import LocalCheckpointStorage
-
     graph = JobGraph("stateless", (OperatorSpec("map", 2, 128, acknowledges=False),))
     clock = ManualClock()
     store = FailingStore()
@@ -153,7 +154,5 @@ def test_a_graph_without_acknowledging_operators_completes_at_trigger(tmp_path: 
 
 
 def _ack_last(h: Harness, cid: int):  # type: ignore[no-untyped-def]
-    from .support import keyed_state
-
     uid, i = sorted(h.graph.acknowledging_subtasks)[-1]
     return h.coordinator.acknowledge(cid, uid, i, keyed_state(i, h.graph.operator(uid).parallelism))
