@@ -123,13 +123,20 @@ class Harness:
         return report.triggered
 
 
-def make_harness(root: Path, *parallelisms: int, start: bool = True, **options: int) -> Harness:
+def make_harness(
+    root: Path,
+    *parallelisms: int,
+    start: bool = True,
+    storage: LocalCheckpointStorage | None = None,
+    **options: int,
+) -> Harness:
     clock = ManualClock()
     graph = make_graph(*(parallelisms or (2,)))
     opts = CheckpointingOptions(**{"interval_ms": 1000, "timeout_ms": 10_000, **options})
     counter = FailingCounter()
     store = FailingStore(opts.max_retained)
-    storage = LocalCheckpointStorage(root / "checkpoints", savepoint_dir=root / "savepoints")
+    if storage is None:
+        storage = LocalCheckpointStorage(root / "checkpoints", savepoint_dir=root / "savepoints")
     coordinator = CheckpointCoordinator(
         graph, opts, counter=counter, store=store, storage=storage, clock=clock
     )
