@@ -1,0 +1,49 @@
+"""Checkpoint storage on the local disk and on HDFS (WebHDFS): filesystems, the
+directory layout, state streams, atomic `_metadata` commits, discard and orphans.
+
+The only package that imports ``hdfs``.
+"""
+
+from sparkpoint.storage.checkpoint_storage import (
+    DEFAULT_INLINE_THRESHOLD,
+    CheckpointStorage,
+    checkpoint_dir_name,
+)
+from sparkpoint.storage.errors import (
+    FileAlreadyExists,
+    FileNotFound,
+    PathOutsideRoot,
+    StorageError,
+    StorageUnavailable,
+)
+from sparkpoint.storage.filesystem import FileStatus, FileSystem, OutputFile
+from sparkpoint.storage.location import (
+    METADATA_FILE_NAME,
+    CheckpointLocation,
+    CommittedMetadata,
+    state_file_name,
+)
+from sparkpoint.storage.registry import filesystem_for
+from sparkpoint.storage.streams import StateOutputStream
+from sparkpoint.storage.verify import FileCheck
+
+__all__ = [
+    "DEFAULT_INLINE_THRESHOLD",
+    "METADATA_FILE_NAME",
+    "CheckpointLocation",
+    "CheckpointStorage",
+    "CommittedMetadata",
+    "FileAlreadyExists",
+    "FileCheck",
+    "FileNotFound",
+    "FileStatus",
+    "FileSystem",
+    "OutputFile",
+    "PathOutsideRoot",
+    "StateOutputStream",
+    "StorageError",
+    "StorageUnavailable",
+    "checkpoint_dir_name",
+    "filesystem_for",
+    "state_file_name",
+]

@@ -1,0 +1,217 @@
+"""Checkpoint storage: the directory layout of DESIGN.md section 4 on one filesystem.
+
+::
+
+    <checkpoint-dir>/<job-id>/chk-<id>/_metadata        written last, atomically
+    <checkpoint-dir>/<job-id>/chk-<id>/<uid>-<subtask>-<attempt>
+    <checkpoint-dir>/<job-id>/shared/                    reserved for incremental state
+    <savepoint-dir>/savepoint-<job-id prefix>-<random>/_metadata + state files
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Any
+
+from sparkpoint.checkpoint import (
+    CheckpointPointer,
+    CompletedCheckpoint,
+    validate_checkpoint_id,
+    validate_job_id,
+)
+from sparkpoint.storage import reading
+from sparkpoint.storage.errors import (
+    FileAlreadyExists,
+    FileNotFound,
+    PathOutsideRoot,
+    StorageError,
+)
+from sparkpoint.storage.filesystem import FileSystem
+from sparkpoint.storage.location import METADATA_FILE_NAME, CheckpointLocation
+from sparkpoint.storage.registry import filesystem_for
+from sparkpoint.storage.uri import Uri, parse
+from sparkpoint.storage.verify import FileCheck, verify_state_files
+
+DEFAULT_INLINE_THRESHOLD = 20 * 1024
+SHARED_DIR_NAME = "shared"
+_CHECKPOINT_DIR = re.compile(r"^chk-([1-9][0-9]{0,18})$")
+
+
+def checkpoint_dir_name(checkpoint_id: int) -> str:
+    return f"chk-{validate_checkpoint_id(checkpoint_id)}"
+
+
+class CheckpointStorage:
+    """Checkpoints of every job under ``checkpoint_dir``; savepoints under
+    ``savepoint_dir`` (or a directory given per savepoint).
+
+    It deletes only inside the directories it owns: a checkpoint directory of a job under
+    ``checkpoint_dir``. ``fs_options`` go to :func:`filesystem_for` (HDFS user, timeout, …).
+
+    >>> import tempfile
+    >>> storage = CheckpointStorage(tempfile.mkdtemp())
+    >>> location = storage.init_checkpoint("clicks", 7)
+    >>> location.directory.endswith("/clicks/chk-7"), storage.list_checkpoints("clicks")
+    (True, [7])
+    """
+
+    def __init__(
+        self,
+        checkpoint_dir: str,
+        *,
+        savepoint_dir: str | None = None,
+        inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
+        **fs_options: Any,
+    ) -> None:
+        if inline_threshold < 0:
+            raise StorageError(f"inline threshold {inline_threshold} is negative")
+        self._root = parse(checkpoint_dir)
+        self._savepoint_root = parse(savepoint_dir) if savepoint_dir else None
+        self._inline_threshold = inline_threshold
+        self._fs_options = dict(fs_options)
+        self._filesystems: dict[tuple[str, str], FileSystem] = {}
+        self._fs = self.filesystem(str(self._root))
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return str(self._root)
+
+    @property
+    def savepoint_dir(self) -> str | None:
+        return str(self._savepoint_root) if self._savepoint_root else None
+
+    def filesystem(self, uri: str) -> FileSystem:
+        """The filesystem of ``uri``, with this storage's options (one per namespace)."""
+        parsed = parse(uri)
+        key = ("", "") if parsed.scheme in ("", "file") else (parsed.scheme, parsed.authority)
+        if key not in self._filesystems:
+            self._filesystems[key] = filesystem_for(uri, **self._fs_options)
+        return self._filesystems[key]
+
+    # -- layout ---------------------------------------------------------------------
+
+    def job_directory(self, job_id: str) -> str:
+        return str(self._root.child(validate_job_id(job_id)))
+
+    def checkpoint_directory(self, job_id: str, checkpoint_id: int) -> str:
+        return str(parse(self.job_directory(job_id)).child(checkpoint_dir_name(checkpoint_id)))
+
+    def init_checkpoint(self, job_id: str, checkpoint_id: int) -> CheckpointLocation:
+        """Create ``chk-<id>`` (and the job's ``shared/``). An id whose `_metadata` exists
+        already is refused: ids are never reused."""
+        directory = self.checkpoint_directory(job_id, checkpoint_id)
+        metadata = str(parse(directory).child(METADATA_FILE_NAME))
+        if self._fs.exists(metadata):
+            raise FileAlreadyExists(
+                f"checkpoint {checkpoint_id} of job {job_id} is complete already: {metadata}",
+                path=metadata,
+            )
+        self._fs.mkdirs(directory)
+        self._fs.mkdirs(str(parse(self.job_directory(job_id)).child(SHARED_DIR_NAME)))
+        return CheckpointLocation(
+            self._fs, directory, job_id, checkpoint_id, False, self._inline_threshold
+        )
+
+    def init_savepoint(self, job_id: str, target_dir: str | None = None) -> CheckpointLocation:
+        """Create ``savepoint-<first 6 of job id>-<12 random hex>`` under ``target_dir``
+        or the configured savepoint directory."""
+        validate_job_id(job_id)
+        base = parse(target_dir) if target_dir else self._savepoint_root
+        if base is None:
+            raise StorageError(
+                f"savepoint of job {job_id}: no target directory given and no savepoint "
+                "directory configured"
+            )
+        fs = self.filesystem(str(base))
+        while True:
+            directory = base.child(f"savepoint-{job_id[:6]}-{secrets.token_hex(6)}")
+            if not fs.exists(str(directory)):
+                break
+        fs.mkdirs(str(directory))
+        return CheckpointLocation(fs, str(directory), job_id, None, True, self._inline_threshold)
+
+    # -- reading --------------------------------------------------------------------
+
+    def resolve_metadata_uri(self, pointer: str) -> str:
+        return reading.resolve_metadata_uri(self.filesystem(pointer), pointer)
+
+    def read_metadata(self, pointer: str) -> CompletedCheckpoint:
+        """The checkpoint at ``pointer`` (a ``chk-<id>`` directory, a savepoint directory
+        or a `_metadata` file; local or HDFS). MetadataError if the file is damaged."""
+        return reading.read_metadata(self.filesystem(pointer), pointer)
+
+    def verify(self, checkpoint: CompletedCheckpoint) -> list[FileCheck]:
+        """Does every file the checkpoint refers to exist with its recorded size?"""
+        return verify_state_files(checkpoint, self.filesystem)
+
+    def list_checkpoints(self, job_id: str, *, completed_only: bool = False) -> list[int]:
+        """Ids of the job's ``chk-<id>`` directories, ascending; with ``completed_only``
+        only those whose `_metadata` exists."""
+        ids = []
+        for checkpoint_id, directory in self._checkpoint_dirs(job_id):
+            if not completed_only or self._fs.exists(str(directory.child(METADATA_FILE_NAME))):
+                ids.append(checkpoint_id)
+        return ids
+
+    def _checkpoint_dirs(self, job_id: str) -> list[tuple[int, Uri]]:
+        try:
+            entries = self._fs.list(self.job_directory(job_id))
+        except FileNotFound:
+            return []
+        found = []
+        for entry in entries:
+            match = _CHECKPOINT_DIR.match(entry.name)
+            if entry.is_dir and match:
+                found.append((int(match.group(1)), parse(entry.path)))
+        return sorted(found)
+
+    # -- deleting -------------------------------------------------------------------
+
+    def discard(self, pointer: CheckpointPointer) -> None:
+        """Delete the checkpoint directory the pointer names: `_metadata` and the state
+        files in it, which only this checkpoint owns (``shared/`` is left alone).
+        Idempotent. Refuses savepoints and pointers outside this storage's layout."""
+        if pointer.is_savepoint:
+            raise StorageError(
+                f"refusing to discard savepoint {pointer.checkpoint_id} of job "
+                f"{pointer.job_id}: savepoints belong to their user",
+                path=pointer.metadata_uri,
+            )
+        directory = parse(self.checkpoint_directory(pointer.job_id, pointer.checkpoint_id))
+        metadata = parse(pointer.metadata_uri)
+        if not (
+            metadata.parent.same_filesystem(directory) and metadata.parent.path == directory.path
+        ):
+            raise PathOutsideRoot(
+                f"refusing to discard checkpoint {pointer.checkpoint_id} of job "
+                f"{pointer.job_id}: its metadata {pointer.metadata_uri} is not in {directory}",
+                path=pointer.metadata_uri,
+            )
+        self._fs.delete(str(directory), recursive=True)
+
+    def collect_orphans(
+        self,
+        job_id: str,
+        *,
+        retained_ids: set[int],
+        next_checkpoint_id: int,
+        dry_run: bool = True,
+    ) -> list[str]:
+        """Checkpoint directories no store pointer refers to (``retained_ids``) with an id
+        below ``next_checkpoint_id``: left by a crash between state files and `_metadata`,
+        by an aborted checkpoint, or by a discard that did not finish. Deleted only when
+        ``dry_run`` is False.
+
+        ``next_checkpoint_id`` is the counter's next id, or the lowest id still in flight
+        when a checkpoint is pending (its directory is not an orphan yet).
+        """
+        orphans = [
+            str(directory)
+            for checkpoint_id, directory in self._checkpoint_dirs(job_id)
+            if checkpoint_id not in retained_ids and checkpoint_id < next_checkpoint_id
+        ]
+        if not dry_run:
+            for directory in orphans:
+                self._fs.delete(directory, recursive=True)
+        return orphans

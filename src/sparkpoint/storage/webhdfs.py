@@ -1,0 +1,322 @@
+"""HDFS through its WebHDFS REST API, with the ``hdfs`` package as the client.
+
+``hdfs://namenode:8020/path`` is reached at the namenode's HTTP address (port
+``webhdfs_port``, default 9870); ``webhdfs://host:port/path`` names the HTTP address
+itself and ``swebhdfs://`` the same over HTTPS. Authentication is Hadoop's "simple" one
+(``user.name``) unless ``auth="kerberos"``, the extension point for secured clusters
+(it needs the ``requests-kerberos`` package and a ticket in the credential cache).
+
+This module is the only one that imports ``hdfs``, and :func:`_translated` is the only
+place where its errors (``RemoteException``s, HTTP failures) become storage errors.
+"""
+
+from __future__ import annotations
+
+import getpass
+import io
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, BinaryIO, cast
+
+import requests
+from hdfs import HdfsError, InsecureClient
+from hdfs.client import Client
+
+from sparkpoint.storage.errors import (
+    FileAlreadyExists,
+    FileNotFound,
+    StorageError,
+    StorageUnavailable,
+)
+from sparkpoint.storage.filesystem import FileStatus, check_range
+from sparkpoint.storage.uri import Uri, parse
+
+DEFAULT_WEBHDFS_PORT = 9870
+DEFAULT_SWEBHDFS_PORT = 9871
+DEFAULT_TIMEOUT_S = 60.0
+#: Options :func:`~sparkpoint.storage.filesystem_for` passes to this filesystem.
+OPTIONS = frozenset({"user", "timeout", "webhdfs_port", "auth"})
+_SPOOL_IN_MEMORY = 16 * 1024 * 1024
+_PERMISSION_EXCEPTIONS = {"AccessControlException", "SecurityException", "AuthorizationException"}
+
+
+@contextmanager
+def _translated(action: str, path: str, address: str) -> Iterator[None]:
+    """The one place where WebHDFS and HTTP failures become storage errors."""
+    try:
+        yield
+    except HdfsError as exc:
+        remote, message = exc.exception, exc.message
+        if remote == "FileNotFoundException":
+            raise FileNotFound(f"no such file or directory: {path} ({message})", path=path) from exc
+        if remote == "FileAlreadyExistsException":
+            raise FileAlreadyExists(f"already exists: {path} ({message})", path=path) from exc
+        if remote in _PERMISSION_EXCEPTIONS:
+            raise StorageError(
+                f"{action} {path}: permission denied ({message})", path=path
+            ) from exc
+        detail = f"{remote}: {message}" if remote else str(message)
+        raise StorageError(f"{action} {path} failed on HDFS: {detail}", path=path) from exc
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        raise StorageUnavailable(
+            f"{action} {path}: WebHDFS at {address} is unreachable "
+            f"({type(exc).__name__}); the operation may or may not have been applied",
+            path=path,
+        ) from exc
+    except requests.RequestException as exc:
+        raise StorageError(f"{action} {path}: HTTP failure: {exc}", path=path) from exc
+    except (KeyError, ValueError) as exc:
+        # The server answered outside the documented REST API (no Location, not JSON, …).
+        raise StorageError(
+            f"{action} {path}: unexpected answer from WebHDFS at {address}: {exc!r}", path=path
+        ) from exc
+
+
+class _RemoteReader(io.RawIOBase):
+    """A streamed OPEN whose read failures are translated like every other call."""
+
+    def __init__(self, raw: Any, path: str, address: str) -> None:
+        self._raw = raw
+        self._path = path
+        self._address = address
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        with _translated("read", self._path, self._address):
+            data = self._raw.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _HdfsOutputFile:
+    """Spooled locally, uploaded by one CREATE (overwrite=false) on close: a reader never
+    sees a half-written state file, and a name already taken fails the close."""
+
+    def __init__(self, fs: WebHdfsFileSystem, path: str) -> None:
+        self._fs = fs
+        self._path = path
+        self._spool: tempfile.SpooledTemporaryFile[bytes] | None = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (lives until close/abort)
+            max_size=_SPOOL_IN_MEMORY
+        )
+
+    def write(self, data: bytes) -> int:
+        if self._spool is None:
+            raise StorageError(f"write to closed file {self._path}", path=self._path)
+        return self._spool.write(data)
+
+    def close(self) -> None:
+        if self._spool is None:
+            return
+        spool, self._spool = self._spool, None
+        try:
+            spool.seek(0)
+            self._fs._upload(self._path, spool)
+        except FileAlreadyExists:
+            raise
+        except StorageError:
+            self._fs._delete_quietly(self._path)  # a partial upload under our own name
+            raise
+        finally:
+            spool.close()
+
+    def abort(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+
+class WebHdfsFileSystem:
+    """One HDFS namespace. Holds configuration only: the HTTP client is made on first
+    use, and is not pickled, so a copy can travel to a Spark executor."""
+
+    def __init__(
+        self,
+        scheme: str,
+        authority: str,
+        *,
+        user: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        webhdfs_port: int = DEFAULT_WEBHDFS_PORT,
+        auth: str = "simple",
+    ) -> None:
+        if auth not in ("simple", "kerberos"):
+            raise StorageError(f"unknown HDFS auth {auth!r} (use 'simple' or 'kerberos')")
+        self.scheme = scheme
+        self.authority = authority
+        self.user = user or getpass.getuser()
+        self.timeout = float(timeout)
+        self.auth = auth
+        host, _, port = authority.rpartition(":") if ":" in authority else (authority, "", "")
+        if scheme == "hdfs":
+            self.address = f"http://{host}:{webhdfs_port}"
+        elif scheme == "swebhdfs":
+            self.address = f"https://{host or authority}:{port or DEFAULT_SWEBHDFS_PORT}"
+        else:
+            self.address = f"http://{host or authority}:{port or DEFAULT_WEBHDFS_PORT}"
+        self._client_instance: Client | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client_instance"] = None  # never ship a live connection pool
+        return state
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WebHdfsFileSystem) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple[str, ...]:
+        return (self.scheme, self.authority, self.address, self.user, self.auth)
+
+    def __repr__(self) -> str:
+        return f"WebHdfsFileSystem({self.scheme}://{self.authority}, via {self.address})"
+
+    def _client(self) -> Client:
+        if self._client_instance is None:
+            if self.auth == "kerberos":
+                try:
+                    from hdfs.ext.kerberos import KerberosClient
+                except ImportError as exc:
+                    raise StorageError(
+                        "HDFS auth 'kerberos' needs the requests-kerberos package "
+                        "(pip install 'hdfs[kerberos]') and a Kerberos ticket"
+                    ) from exc
+                self._client_instance = KerberosClient(self.address, timeout=self.timeout)
+            else:
+                self._client_instance = InsecureClient(
+                    self.address, user=self.user, timeout=self.timeout
+                )
+        return self._client_instance
+
+    def _hdfs_path(self, path: str) -> tuple[Uri, str]:
+        uri = parse(path)
+        if uri.scheme and (uri.scheme, uri.authority) != (self.scheme, self.authority):
+            raise StorageError(f"{path} is not on {self.scheme}://{self.authority}", path=path)
+        if not uri.scheme:
+            uri = Uri(self.scheme, self.authority, uri.path)
+        return uri, uri.path
+
+    def _call(self, action: str, path: str) -> Any:
+        return _translated(action, path, self.address)
+
+    # -- queries --------------------------------------------------------------------
+
+    def status(self, path: str) -> FileStatus:
+        uri, hpath = self._hdfs_path(path)
+        with self._call("status of", path):
+            st = self._client().status(hpath)
+            return _status(str(uri), st)
+
+    def exists(self, path: str) -> bool:
+        try:
+            self.status(path)
+        except FileNotFound:
+            return False
+        return True
+
+    def list(self, path: str) -> list[FileStatus]:
+        uri, hpath = self._hdfs_path(path)
+        with self._call("list", path):
+            entries = self._client().list(hpath, status=True)
+            return sorted(
+                (_status(str(uri.child(name)), st) for name, st in entries), key=lambda s: s.path
+            )
+
+    def read(self, path: str) -> bytes:
+        _, hpath = self._hdfs_path(path)
+        with self._call("read", path), self._client().read(hpath) as reader:
+            return cast(bytes, reader.read())
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        check_range(path, offset, length)
+        _, hpath = self._hdfs_path(path)
+        if length == 0:
+            self.status(path)  # still a FileNotFound for a missing file
+            return b""
+        with (
+            self._call("read", path),
+            self._client().read(hpath, offset=offset, length=length) as reader,
+        ):
+            return cast(bytes, reader.read())
+
+    @contextmanager
+    def open_read(self, path: str) -> Iterator[BinaryIO]:
+        _, hpath = self._hdfs_path(path)
+        context = self._client().read(hpath)
+        with self._call("open", path):
+            raw = context.__enter__()
+        try:
+            yield cast(BinaryIO, io.BufferedReader(_RemoteReader(raw, path, self.address)))
+        finally:
+            context.__exit__(None, None, None)
+
+    # -- changes --------------------------------------------------------------------
+
+    def mkdirs(self, path: str) -> None:
+        _, hpath = self._hdfs_path(path)
+        with self._call("mkdirs", path):
+            self._client().makedirs(hpath)
+
+    def create(self, path: str) -> _HdfsOutputFile:
+        self._hdfs_path(path)
+        return _HdfsOutputFile(self, path)
+
+    def _upload(self, path: str, data: bytes | BinaryIO) -> None:
+        _, hpath = self._hdfs_path(path)
+        with self._call("create", path):
+            self._client().write(hpath, data=data, overwrite=False)
+
+    def create_exclusive(self, path: str, data: bytes) -> None:
+        self._upload(path, data)
+
+    def write_atomic(self, path: str, data: bytes) -> None:
+        uri, _ = self._hdfs_path(path)
+        if self.exists(path):
+            raise FileAlreadyExists(f"already exists: {path}", path=path)
+        temp = str(uri.parent.child(f".{uri.name}.{uuid.uuid4().hex}.inprogress"))
+        try:
+            self._upload(temp, data)
+            self.rename(temp, path)
+        except BaseException:
+            self._delete_quietly(temp)
+            raise
+
+    def rename(self, source: str, target: str) -> None:
+        _, src = self._hdfs_path(source)
+        _, dst = self._hdfs_path(target)
+        # HDFS moves a source *into* an existing target directory; we never want that.
+        if self.exists(target):
+            raise FileAlreadyExists(f"rename {source}: target exists: {target}", path=target)
+        try:
+            with self._call("rename", source):
+                self._client().rename(src, dst)
+        except StorageError:
+            # RENAME answers {"boolean": false} without saying why; find out.
+            if self.exists(target):
+                raise FileAlreadyExists(
+                    f"rename {source}: target exists: {target}", path=target
+                ) from None
+            if not self.exists(source):
+                raise FileNotFound(f"no such file or directory: {source}", path=source) from None
+            raise
+
+    def delete(self, path: str, *, recursive: bool = False) -> bool:
+        _, hpath = self._hdfs_path(path)
+        with self._call("delete", path):
+            return bool(self._client().delete(hpath, recursive=recursive))
+
+    def _delete_quietly(self, path: str) -> None:
+        # Clean-up after a failure that is already being reported: a second error here
+        # would only hide the first one, and leftovers are what the orphan collector is for.
+        with suppress(StorageError):
+            self.delete(path)
+
+
+def _status(path: str, st: dict[str, Any]) -> FileStatus:
+    is_dir = st["type"] == "DIRECTORY"
+    return FileStatus(path, is_dir, 0 if is_dir else int(st["length"]), int(st["modificationTime"]))
