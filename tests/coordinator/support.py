@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 from sparkpoint.checkpoint import (
+    CheckpointPointer,
     InlineStateHandle,
     JobGraph,
     KeyGroupRange,
@@ -18,9 +20,8 @@ from sparkpoint.checkpoint import (
 from sparkpoint.coordinator import CheckpointCoordinator, CheckpointingOptions
 from sparkpoint.counter import StandaloneCheckpointIDCounter
 from sparkpoint.ha.errors import HAError
+from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store import StandaloneCompletedCheckpointStore
-
-from .localdisk import LocalCheckpointStorage
 
 _job_ids = itertools.count(1)
 
@@ -37,6 +38,25 @@ class ManualClock:
     def advance(self, ms: int) -> int:
         self.now += ms
         return self.now
+
+
+class RecordingStorage(CheckpointStorage):
+    """The real checkpoint storage, remembering which checkpoints it was asked to discard."""
+
+    def __init__(self, checkpoint_dir: Path, *, savepoint_dir: Path | None = None) -> None:
+        super().__init__(
+            str(checkpoint_dir), savepoint_dir=str(savepoint_dir) if savepoint_dir else None
+        )
+        self.discarded: list[int] = []
+
+    def discard(self, pointer: CheckpointPointer) -> None:
+        self.discarded.append(pointer.checkpoint_id)
+        super().discard(pointer)
+
+
+def metadata_path(pointer: CheckpointPointer) -> Path:
+    """The local file a pointer's `_metadata` URI names."""
+    return Path(urlparse(pointer.metadata_uri).path)
 
 
 class FailingCounter(StandaloneCheckpointIDCounter):
@@ -97,7 +117,7 @@ class Harness:
     clock: ManualClock
     counter: FailingCounter
     store: FailingStore
-    storage: LocalCheckpointStorage
+    storage: RecordingStorage
     graph: JobGraph
     options: CheckpointingOptions
     root: Path
@@ -113,7 +133,9 @@ class Harness:
 
     def checkpoint_dirs(self) -> list[str]:
         job_dir = self.root / "checkpoints" / self.graph.job_id
-        return sorted(p.name for p in job_dir.iterdir()) if job_dir.exists() else []
+        if not job_dir.is_dir():
+            return []
+        return sorted(p.name for p in job_dir.iterdir() if p.name.startswith("chk-"))
 
     def trigger_next(self) -> int:
         """Advance the clock one interval and tick; return the triggered id."""
@@ -127,7 +149,7 @@ def make_harness(
     root: Path,
     *parallelisms: int,
     start: bool = True,
-    storage: LocalCheckpointStorage | None = None,
+    storage: RecordingStorage | None = None,
     **options: int,
 ) -> Harness:
     clock = ManualClock()
@@ -136,7 +158,7 @@ def make_harness(
     counter = FailingCounter()
     store = FailingStore(opts.max_retained)
     if storage is None:
-        storage = LocalCheckpointStorage(root / "checkpoints", savepoint_dir=root / "savepoints")
+        storage = RecordingStorage(root / "checkpoints", savepoint_dir=root / "savepoints")
     coordinator = CheckpointCoordinator(
         graph, opts, counter=counter, store=store, storage=storage, clock=clock
     )

@@ -18,9 +18,9 @@ from sparkpoint.coordinator import (
     TriggerNotice,
 )
 from sparkpoint.ha.errors import FencedError, NotConnectedError, PossiblyAppliedError
+from sparkpoint.storage import CheckpointLocation, CommittedMetadata
 
-from .localdisk import Committed, LocalCheckpointStorage, LocalLocation, metadata_path
-from .support import Harness, keyed_state, make_harness
+from .support import Harness, RecordingStorage, keyed_state, make_harness, metadata_path
 
 
 def _fenced() -> FencedError:
@@ -101,27 +101,30 @@ def test_stop_aborts_every_pending_checkpoint(tmp_path: Path) -> None:
     assert h.store.get_all() == [] and h.checkpoint_dirs() == []
 
 
-class _GatedLocation(LocalLocation):
-    """Holds `_metadata` commits until the test opens the gate."""
+class _GatedLocation:
+    """A real location whose `_metadata` commit waits until the test opens the gate."""
 
-    def __init__(self, directory: Path, entered: threading.Event, gate: threading.Event) -> None:
-        super().__init__(directory)
-        self._entered, self._gate = entered, gate
+    def __init__(self, inner: CheckpointLocation, storage: _GatedStorage) -> None:
+        self._inner, self._storage = inner, storage
+        self.directory, self.metadata_uri = inner.directory, inner.metadata_uri
 
-    def commit_metadata(self, checkpoint: CompletedCheckpoint) -> Committed:
-        self._entered.set()
-        assert self._gate.wait(30)
-        return super().commit_metadata(checkpoint)
+    def commit_metadata(self, checkpoint: CompletedCheckpoint) -> CommittedMetadata:
+        self._storage.entered.set()
+        assert self._storage.gate.wait(30)
+        return self._inner.commit_metadata(checkpoint)
+
+    def discard(self) -> None:
+        self._inner.discard()
 
 
-class _GatedStorage(LocalCheckpointStorage):
+class _GatedStorage(RecordingStorage):
     def __init__(self, root: Path) -> None:
         super().__init__(root)
         self.entered, self.gate = threading.Event(), threading.Event()
 
-    def init_checkpoint(self, job_id: str, checkpoint_id: int) -> LocalLocation:
+    def init_checkpoint(self, job_id: str, checkpoint_id: int) -> CheckpointLocation:
         location = super().init_checkpoint(job_id, checkpoint_id)
-        return _GatedLocation(Path(location.directory), self.entered, self.gate)
+        return _GatedLocation(location, self)  # type: ignore[return-value]
 
 
 def test_stop_during_finalisation_keeps_the_checkpoint_out_of_the_store(tmp_path: Path) -> None:

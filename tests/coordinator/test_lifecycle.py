@@ -15,14 +15,15 @@ from sparkpoint.coordinator import (
     TriggerNotice,
 )
 
-from .localdisk import LocalCheckpointStorage, metadata_path, read_metadata
 from .support import (
     FailingCounter,
     FailingStore,
     Harness,
     ManualClock,
+    RecordingStorage,
     keyed_state,
     make_harness,
+    metadata_path,
 )
 
 
@@ -54,9 +55,10 @@ def test_full_lifecycle(harness: Harness) -> None:
     pointer = done.pointer
     assert pointer is not None and h.store.get_latest() == pointer
     assert metadata_path(pointer) == Path(trigger.directory) / "_metadata"
-    summary = read_metadata(pointer)
-    assert summary["checkpoint_id"] == cid
-    assert set(summary["operators"]) == {"op0", "op1"}  # type: ignore[arg-type]
+    completed = h.storage.read_metadata(pointer.metadata_uri)
+    assert completed.checkpoint_id == cid and completed.job_id == h.graph.job_id
+    assert set(completed.operator_states) == {"op0", "op1"}
+    assert completed.operator_states["op1"].subtask_states[2] == keyed_state(2, 3)
     assert pointer.trigger_timestamp_ms == trigger.timestamp_ms
     assert pointer.duration_ms == 250
     assert pointer.state_size == 5 * len("state")
@@ -143,7 +145,7 @@ def test_a_graph_without_acknowledging_operators_completes_at_trigger(tmp_path: 
         CheckpointingOptions(interval_ms=100),
         counter=FailingCounter(),
         store=store,
-        storage=LocalCheckpointStorage(tmp_path),
+        storage=RecordingStorage(tmp_path),
         clock=clock,
     )
     coordinator.start()

@@ -18,8 +18,7 @@ from sparkpoint.coordinator import (
     TriggerRejectedError,
 )
 
-from .localdisk import metadata_path
-from .support import make_harness
+from .support import make_harness, metadata_path
 
 
 def test_savepoint_goes_to_its_target_and_outlives_retention(tmp_path: Path) -> None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from sparkpoint.checkpoint import CheckpointPointer, CompletedCheckpoint
+from sparkpoint.storage import StorageError
 
 #: Exceptions that mean "storage could not do it": the checkpoint fails with the reason and
-#: the coordinator goes on. Anything else is a bug and propagates.
-STORAGE_FAILURES: tuple[type[Exception], ...] = (OSError,)
+#: the coordinator goes on. Anything else is a bug and propagates. OSError is included for
+#: storages that let the local filesystem's errors through untranslated.
+STORAGE_FAILURES: tuple[type[Exception], ...] = (StorageError, OSError)
 
 
 class CommittedMetadataLike(Protocol):
