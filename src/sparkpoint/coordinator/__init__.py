@@ -6,12 +6,7 @@ puts :meth:`~CheckpointCoordinator.drain_notifications` into heartbeat replies.
 """
 
 from sparkpoint.coordinator.cleanup import CleanupWorker
-from sparkpoint.coordinator.coordinator import (
-    AckResult,
-    CheckpointCoordinator,
-    TickReport,
-    wall_clock_ms,
-)
+from sparkpoint.coordinator.coordinator import CheckpointCoordinator, wall_clock_ms
 from sparkpoint.coordinator.errors import (
     CheckpointFinishedError,
     CoordinatorError,
@@ -32,6 +27,7 @@ from sparkpoint.coordinator.notifications import (
 )
 from sparkpoint.coordinator.options import OPTION_KEYS, CheckpointingOptions, InvalidOptionError
 from sparkpoint.coordinator.pending import Acknowledgement, CheckpointStatus, PendingCheckpoint
+from sparkpoint.coordinator.results import AckResult, TickReport
 from sparkpoint.coordinator.stats import CheckpointRecord, CheckpointStatsTracker
 from sparkpoint.coordinator.storage_api import (
     CheckpointLocationLike,

@@ -5,6 +5,11 @@ background deletion of what was subsumed. The service calls :meth:`tick` on a ti
 forwards the driver's acknowledgements and declines; the heartbeat reply carries what
 :meth:`drain_notifications` returns.
 
+Split by responsibility: trigger rules (``trigger``), creating checkpoints
+(``triggering``), pending tracking (``pending``, ``tracking``), finalisation
+(``finalize``), how a checkpoint's end changes the job (``transitions``), statistics
+(``stats``), notices (``notifications``), deletions (``cleanup``).
+
 Locking: ``_lock`` guards in-memory state and is never held across I/O. ``_trigger_lock``
 serialises triggers (counter and storage I/O); ``_finalize_lock`` serialises finalisations,
 so pointers reach the store in id order. Acknowledgements of other checkpoints, ticks and
@@ -15,7 +20,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from sparkpoint.checkpoint import (
     CheckpointKind,
@@ -28,17 +32,17 @@ from sparkpoint.coordinator.cleanup import CleanupWorker
 from sparkpoint.coordinator.errors import (
     CheckpointFinishedError,
     CoordinatorStoppedError,
-    TriggerFailedError,
     TriggerRejectedError,
 )
 from sparkpoint.coordinator.failures import FailureCounter
-from sparkpoint.coordinator.finalize import FinalizationFailed, publish, write_metadata
+from sparkpoint.coordinator.finalize import Finalizer
 from sparkpoint.coordinator.job_metrics import JobMetrics
 from sparkpoint.coordinator.notifications import Notice, Outbox
 from sparkpoint.coordinator.options import CheckpointingOptions
 from sparkpoint.coordinator.pending import Acknowledgement, CheckpointStatus, PendingCheckpoint
+from sparkpoint.coordinator.results import AckResult, TickReport
 from sparkpoint.coordinator.stats import CheckpointStatsTracker
-from sparkpoint.coordinator.storage_api import STORAGE_FAILURES, CheckpointStorageLike
+from sparkpoint.coordinator.storage_api import CheckpointStorageLike
 from sparkpoint.coordinator.tracking import CheckpointTracker
 from sparkpoint.coordinator.transitions import Transitions
 from sparkpoint.coordinator.trigger import (
@@ -47,8 +51,8 @@ from sparkpoint.coordinator.trigger import (
     decide,
     next_due_after_trigger,
 )
+from sparkpoint.coordinator.triggering import Triggerer
 from sparkpoint.counter import CheckpointIDCounter
-from sparkpoint.ha.errors import HAError, PossiblyAppliedError
 from sparkpoint.store import CompletedCheckpointStore
 
 
@@ -56,34 +60,19 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class AckResult:
-    """What an accepted acknowledgement led to. ``status`` is IN_PROGRESS (``remaining``
-    acknowledgements still owed), COMPLETED (``pointer`` is durable in the store, or the
-    savepoint's `_metadata` is written) or FAILED (finalisation failed: ``reason``)."""
-
-    checkpoint_id: int
-    status: CheckpointStatus
-    remaining: int
-    pointer: CheckpointPointer | None = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TickReport:
-    """What one :meth:`CheckpointCoordinator.tick` did, and when to call it next."""
-
-    triggered: int | None
-    expired: tuple[int, ...]
-    next_tick_ms: int | None
-
-
 class CheckpointCoordinator:
     """The checkpoints of one job. Thread-safe.
 
-    >>> # coordinator = CheckpointCoordinator(graph, options, counter=..., store=...,
-    >>> #                                     storage=..., clock=clock)
-    >>> # coordinator.start(); coordinator.tick()  → triggers when due
+    How the service drives it (while it is leader)::
+
+        coordinator = CheckpointCoordinator(graph, options, counter=counter, store=store,
+                                            storage=storage)
+        coordinator.set_counter_above(restored.checkpoint_id)   # after a restore, if any
+        coordinator.start()
+        report = coordinator.tick()          # on a timer; report.next_tick_ms says when
+        coordinator.acknowledge_all(cid, acks)  # per ack request; bad ones raise 4xx errors
+        notices = coordinator.drain_notifications()  # into each heartbeat reply
+        coordinator.stop("leadership lost")  # at once when leadership goes
     """
 
     def __init__(
@@ -100,8 +89,6 @@ class CheckpointCoordinator:
         self.graph = graph
         self.options = options
         self._counter = counter
-        self._store = store
-        self._storage = storage
         self._clock = clock
         self._owns_cleanup = cleanup is None
         self.cleanup = cleanup or CleanupWorker(f"sparkpoint-cleanup-{graph.job_id}")
@@ -120,8 +107,10 @@ class CheckpointCoordinator:
         )
         self._lock = self._state.lock
         self._trigger_lock = self._state.trigger_lock
-        self._finalize_lock = self._state.finalize_lock
-        self._next_due_ms: int | None = None
+        self._triggerer = Triggerer(
+            graph=graph, options=options, counter=counter, storage=storage, state=self._state
+        )
+        self._finalizer = Finalizer(state=self._state, store=store, clock=clock)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -147,7 +136,7 @@ class CheckpointCoordinator:
             if self._state.job_status is not JobStatus.CREATED:
                 return  # already started (or already ended): starting twice changes nothing
             self._state.job_status = JobStatus.RUNNING
-            self._next_due_ms = next_due_after_trigger(self.options, now)
+            self._state.next_due_ms = next_due_after_trigger(self.options, now)
 
     def stop(self, reason: str = "coordinator stopped") -> list[int]:
         """Abort every pending checkpoint and accept nothing more (leadership lost, job
@@ -190,11 +179,11 @@ class CheckpointCoordinator:
             with self._lock:
                 decision = self._periodic_decision(now)
             if decision is not None and decision.trigger:
-                pending = self._trigger(CheckpointKind.CHECKPOINT, now, periodic=True)
+                pending = self._triggerer.create(CheckpointKind.CHECKPOINT, now, periodic=True)
                 triggered = pending.checkpoint_id if pending is not None else None
             elif decision is not None:
                 decision_retry = decision.retry_at_ms
-        self._finalize_if_complete(triggered)
+        self._finalizer.finalize_if_complete(triggered)
         with self._lock:
             return TickReport(triggered, expired, self._next_tick(decision_retry))
 
@@ -241,7 +230,7 @@ class CheckpointCoordinator:
                 remaining = pending.total_subtasks - pending.acknowledged_subtasks
                 return AckResult(checkpoint_id, CheckpointStatus.IN_PROGRESS, remaining)
             pending.status = CheckpointStatus.FINALIZING
-        return self._finalize(pending, started)
+        return self._finalizer.finalize(pending, started)
 
     def decline(self, checkpoint_id: int, operator_uid: str, subtask: int, reason: str) -> None:
         """A subtask could not snapshot: the checkpoint fails (and counts as a failure)."""
@@ -298,7 +287,7 @@ class CheckpointCoordinator:
                 "failure_reason": self._state.failure_reason,
                 "consecutive_failures": self._state.failures.consecutive,
                 "pending": [p.checkpoint_id for p in self._tracker.pending()],
-                "next_due_ms": self._next_due_ms,
+                "next_due_ms": self._state.next_due_ms,
                 "options": self.options.to_dict(),
             }
         return {**status, **self.stats.to_dict()}
@@ -314,13 +303,15 @@ class CheckpointCoordinator:
 
     def _periodic_decision(self, now: int) -> TriggerDecision | None:
         state = self._state
-        if state.stopped or state.job_status is not JobStatus.RUNNING or state.stop_in_progress:
+        if state.stopped or state.job_status is not JobStatus.RUNNING:
             return None
-        assert self._next_due_ms is not None  # set by start()
+        if state.stop_in_progress is not None:
+            return None
+        assert self._state.next_due_ms is not None  # set by start()
         pending_periodic = sum(1 for p in self._tracker.pending() if not p.is_savepoint)
         return decide(
             self.options,
-            TriggerState(now, self._next_due_ms, pending_periodic, state.last_completion_ms),
+            TriggerState(now, self._state.next_due_ms, pending_periodic, state.last_completion_ms),
         )
 
     def _next_tick(self, retry_at: int | None) -> int | None:
@@ -343,117 +334,7 @@ class CheckpointCoordinator:
                 reason = self._state.why_not_trigger()
                 if reason is not None:
                     raise TriggerRejectedError(f"job {self.job_id}: {reason}")
-            pending = self._trigger(kind, now, target_dir=target_dir, stop_job=stop)
+            pending = self._triggerer.create(kind, now, target_dir=target_dir, stop_job=stop)
         assert pending is not None  # requested triggers raise instead of returning None
-        self._finalize_if_complete(pending.checkpoint_id)
+        self._finalizer.finalize_if_complete(pending.checkpoint_id)
         return pending.checkpoint_id
-
-    def _trigger(
-        self,
-        kind: CheckpointKind,
-        now: int,
-        *,
-        periodic: bool = False,
-        target_dir: str | None = None,
-        stop_job: bool = False,
-    ) -> PendingCheckpoint | None:
-        """Create one checkpoint; the caller holds ``_trigger_lock``. Ids come only from the
-        counter: its coordination errors propagate and no checkpoint exists then."""
-        checkpoint_id = self._counter.get_and_increment()
-        try:
-            if kind is CheckpointKind.SAVEPOINT:
-                location = self._storage.init_savepoint(self.job_id, target_dir)
-            else:
-                location = self._storage.init_checkpoint(self.job_id, checkpoint_id)
-        except STORAGE_FAILURES as exc:
-            reason = f"preparing the directory of checkpoint {checkpoint_id} failed: {exc}"
-            with self._lock:
-                self._state.trigger_failed(checkpoint_id, kind, now, reason, periodic=periodic)
-                if periodic:
-                    self._next_due_ms = next_due_after_trigger(self.options, now)
-            if periodic:
-                return None
-            raise TriggerFailedError(f"job {self.job_id}: {reason}") from exc
-        pending = PendingCheckpoint(
-            graph=self.graph,
-            checkpoint_id=checkpoint_id,
-            kind=kind,
-            trigger_timestamp_ms=now,
-            location=location,
-            stop_job=stop_job,
-        )
-        with self._lock:
-            if self._state.stopped:  # stopped while the directory was being prepared
-                self.cleanup.submit(f"discard checkpoint {checkpoint_id}", location.discard)
-                if periodic:
-                    return None
-                raise CoordinatorStoppedError(f"job {self.job_id}: the coordinator was stopped")
-            self._state.triggered(pending, str(location.directory))
-            if periodic:
-                self._next_due_ms = next_due_after_trigger(self.options, now)
-        return pending
-
-    def _finalize_if_complete(self, checkpoint_id: int | None) -> None:
-        # A graph in which no operator acknowledges completes as soon as it is triggered.
-        if checkpoint_id is None:
-            return
-        with self._lock:
-            try:
-                pending = self._tracker.get(checkpoint_id)
-            except CheckpointFinishedError:
-                return
-            if pending.status is not CheckpointStatus.IN_PROGRESS:
-                return
-            if not pending.is_fully_acknowledged:
-                return
-            pending.status = CheckpointStatus.FINALIZING
-        self._finalize(pending, time.perf_counter())
-
-    def _finalize(self, pending: PendingCheckpoint, started: float) -> AckResult:
-        cid = pending.checkpoint_id
-        with self._finalize_lock:
-            with self._lock:
-                reason = self._state.why_not_finalize(pending)
-                if reason is not None:
-                    self._state.abort(pending, reason, self._clock())
-                    return AckResult(cid, CheckpointStatus.FAILED, 0, reason=reason)
-            try:
-                pointer = write_metadata(pending, self._clock())
-                with self._lock:
-                    # Checked again right before the store: a coordinator stopped meanwhile
-                    # (leadership lost) must not publish.
-                    reason = self._state.why_not_finalize(pending)
-                    if reason is not None:
-                        raise FinalizationFailed(reason, discard_location=True)
-                subsumed = [] if pending.is_savepoint else publish(self._store, pointer)
-            except FinalizationFailed as exc:
-                with self._lock:
-                    self._state.abort(
-                        pending,
-                        exc.reason,
-                        self._clock(),
-                        count_failure=not self._state.stopped,
-                        discard=exc.discard_location,
-                    )
-                return AckResult(cid, CheckpointStatus.FAILED, 0, reason=exc.reason)
-            except PossiblyAppliedError as exc:
-                # The pointer may be in the store: neither completion nor abort is told, and
-                # its files stay; the next leader's store recovery decides.
-                with self._lock:
-                    reason = f"outcome of adding checkpoint {cid} to the store is unknown: {exc}"
-                    self._state.abort(pending, reason, self._clock(), notify=False, discard=False)
-                raise
-            except HAError as exc:
-                with self._lock:
-                    reason = f"checkpoint {cid} not added to the store: {exc}"
-                    self._state.abort(pending, reason, self._clock())
-                raise
-            except BaseException as exc:
-                with self._lock:
-                    reason = f"finalising checkpoint {cid} failed unexpectedly: {exc!r}"
-                    self._state.abort(pending, reason, self._clock(), discard=False)
-                raise
-            self._state.metrics.finalized(time.perf_counter() - started)
-            with self._lock:
-                self._state.completed(pending, pointer, subsumed, self._clock())
-        return AckResult(cid, CheckpointStatus.COMPLETED, 0, pointer=pointer)

@@ -56,6 +56,8 @@ class Transitions:
         #: Id of a running stop-with-savepoint: periodic triggering pauses meanwhile.
         self.stop_in_progress: int | None = None
         self.last_completion_ms: int | None = None
+        #: When the next periodic checkpoint is due (set by start, moved by each trigger).
+        self.next_due_ms: int | None = None
         self.latest_completed_id: int | None = None
 
     # --- questions ------------------------------------------------------------------------
