@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparkpoint.coordinator import CheckpointingOptions
+from sparkpoint.coordinator import CheckpointingOptions, TickReport
 from sparkpoint.coordinator.trigger import TriggerState, decide
 
 from .support import make_harness
@@ -75,4 +75,16 @@ def test_manual_checkpoint_ignores_concurrency(tmp_path: Path) -> None:
     a = h.trigger_next()
     b = h.coordinator.trigger_checkpoint()
     assert h.coordinator.pending_checkpoint_ids() == [a, b]
+    assert h.coordinator.close(10)
+
+
+def test_a_disconnected_job_is_not_triggered_but_still_expires(tmp_path: Path) -> None:
+    h = make_harness(tmp_path, 1, interval_ms=1000, timeout_ms=3000, tolerable_failures=1)
+    cid = h.trigger_next()
+    h.clock.advance(3000)
+    report = h.coordinator.tick(allow_trigger=False)
+    assert report == TickReport(None, (cid,), None)
+    h.clock.advance(5000)
+    assert h.coordinator.tick(allow_trigger=False).triggered is None
+    assert h.coordinator.tick().triggered == cid + 1  # the driver is back
     assert h.coordinator.close(10)

@@ -162,9 +162,11 @@ class CheckpointCoordinator:
 
     # --- triggering -----------------------------------------------------------------------
 
-    def tick(self, now_ms: int | None = None) -> TickReport:
+    def tick(self, now_ms: int | None = None, *, allow_trigger: bool = True) -> TickReport:
         """Expire overdue checkpoints, then trigger a periodic one if the rules allow.
 
+        ``allow_trigger=False`` only expires (for a job whose driver stopped heartbeating:
+        nobody would take the trigger, but its pending checkpoints must still time out).
         Raises the counter's coordination errors (fenced, not connected, possibly applied)
         so the service can step down; no checkpoint is created then.
         """
@@ -177,7 +179,7 @@ class CheckpointCoordinator:
         decision_retry = None
         with self._trigger_lock:
             with self._lock:
-                decision = self._periodic_decision(now)
+                decision = self._periodic_decision(now) if allow_trigger else None
             if decision is not None and decision.trigger:
                 pending = self._triggerer.create(CheckpointKind.CHECKPOINT, now, periodic=True)
                 triggered = pending.checkpoint_id if pending is not None else None
