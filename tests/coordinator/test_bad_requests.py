@@ -117,6 +117,10 @@ BAD: dict[str, tuple[type[CoordinatorRequestError], Callable[[Harness, int, int]
         InvalidSubtaskStateError,
         lambda h, done, open_: h.coordinator.acknowledge(open_, "op0", 1, b"bytes"),  # type: ignore[arg-type]
     ),
+    "ack with a non-integer id": (
+        UnknownCheckpointError,
+        lambda h, done, open_: h.coordinator.acknowledge("1", "op0", 1, keyed_state(1, 2)),  # type: ignore[arg-type]
+    ),
     "decline unknown id": (
         UnknownCheckpointError,
         lambda h, done, open_: h.coordinator.decline(999, "op0", 1, "x"),
@@ -158,3 +162,10 @@ def test_ids_of_this_coordinator_that_finished_long_ago_are_finished_not_unknown
     with pytest.raises(CheckpointFinishedError) as caught:
         h.coordinator.acknowledge(first, "op0", 0, keyed_state(0, 2))
     assert caught.value.status == "COMPLETED" and caught.value.checkpoint_id == first
+
+
+def test_an_empty_batch_changes_nothing(scene: tuple[Harness, int, int]) -> None:
+    h, _, open_ = scene
+    before = _snapshot(h)
+    assert h.coordinator.acknowledge_all(open_, []).remaining == 4
+    assert _snapshot(h) == before

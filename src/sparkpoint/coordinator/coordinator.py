@@ -124,6 +124,11 @@ class CheckpointCoordinator:
             return self._state.job_status
 
     @property
+    def is_stopped(self) -> bool:
+        with self._lock:
+            return self._state.stopped
+
+    @property
     def failure_reason(self) -> str | None:
         with self._lock:
             return self._state.failure_reason
@@ -224,6 +229,9 @@ class CheckpointCoordinator:
             self._require_running()
             pending = self._tracker.get(checkpoint_id)
             batch = pending.check_acknowledgements(acks)
+            if not batch:  # an empty batch is valid and changes nothing
+                remaining = pending.total_subtasks - pending.acknowledged_subtasks
+                return AckResult(checkpoint_id, CheckpointStatus.IN_PROGRESS, remaining)
             pending.acknowledge(batch, now)
             self.stats.report_acknowledged(
                 checkpoint_id, pending.acknowledged_subtasks, pending.state_size, now

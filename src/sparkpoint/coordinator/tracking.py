@@ -48,6 +48,10 @@ class CheckpointTracker:
 
     def get(self, checkpoint_id: int) -> PendingCheckpoint:
         """The pending checkpoint, or the typed reason why there is none."""
+        if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
+            raise UnknownCheckpointError(
+                f"job {self._job_id}: checkpoint id {checkpoint_id!r} is not an integer"
+            )
         pending = self._pending.get(checkpoint_id)
         if pending is not None:
             return pending
