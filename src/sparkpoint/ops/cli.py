@@ -20,7 +20,9 @@ def main() -> None:
 
 def _register_commands() -> None:
     # Each command group lives in its own module; this is the only place that lists them.
-    pass
+    from sparkpoint.ops.cli_metadata import metadata_group
+
+    main.add_command(metadata_group)
 
 
 _register_commands()

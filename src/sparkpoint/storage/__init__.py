@@ -23,6 +23,7 @@ from sparkpoint.storage.location import (
     CommittedMetadata,
     state_file_name,
 )
+from sparkpoint.storage.reading import LoadedMetadata, check_state_files, load_metadata
 from sparkpoint.storage.registry import filesystem_for
 from sparkpoint.storage.streams import StateOutputStream
 from sparkpoint.storage.verify import FileCheck
@@ -38,12 +39,15 @@ __all__ = [
     "FileNotFound",
     "FileStatus",
     "FileSystem",
+    "LoadedMetadata",
     "OutputFile",
     "PathOutsideRoot",
     "StateOutputStream",
     "StorageError",
     "StorageUnavailable",
+    "check_state_files",
     "checkpoint_dir_name",
     "filesystem_for",
+    "load_metadata",
     "state_file_name",
 ]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from sparkpoint.checkpoint import CompletedCheckpoint
-from sparkpoint.metadata import decode_metadata
+from sparkpoint.metadata import decode_metadata, metadata_checksum
 from sparkpoint.storage.errors import FileNotFound
 from sparkpoint.storage.filesystem import FileSystem
 from sparkpoint.storage.location import METADATA_FILE_NAME
 from sparkpoint.storage.uri import parse
+from sparkpoint.storage.verify import FileCheck, verify_state_files
 
 
 def resolve_metadata_uri(fs: FileSystem, pointer: str) -> str:
@@ -30,3 +34,32 @@ def read_metadata(fs: FileSystem, pointer: str) -> CompletedCheckpoint:
     uri = resolve_metadata_uri(fs, pointer)
     data = fs.read(uri)
     return decode_metadata(data, source=uri, base_dir=str(parse(uri).parent))
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedMetadata:
+    """A `_metadata` as read: where it is, its size and checksum, and its content."""
+
+    uri: str
+    size: int
+    checksum: str
+    checkpoint: CompletedCheckpoint
+
+
+def load_metadata(pointer: str, **fs_options: Any) -> LoadedMetadata:
+    """Read the `_metadata` at any pointer, local or HDFS, with no storage configured
+    (``sparkpoint metadata inspect``); ``fs_options`` as for :func:`filesystem_for`."""
+    from sparkpoint.storage.registry import filesystem_for
+
+    fs = filesystem_for(pointer, **fs_options)
+    uri = resolve_metadata_uri(fs, pointer)
+    data = fs.read(uri)
+    checkpoint = decode_metadata(data, source=uri, base_dir=str(parse(uri).parent))
+    return LoadedMetadata(uri, len(data), metadata_checksum(data), checkpoint)
+
+
+def check_state_files(checkpoint: CompletedCheckpoint, **fs_options: Any) -> list[FileCheck]:
+    """:func:`verify_state_files` with filesystems made from ``fs_options``."""
+    from sparkpoint.storage.registry import filesystem_for
+
+    return verify_state_files(checkpoint, lambda uri: filesystem_for(uri, **fs_options))

@@ -1,0 +1,204 @@
+"""``sparkpoint metadata``: read any checkpoint or savepoint `_metadata`, local or on HDFS,
+with no coordinator running."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from sparkpoint.checkpoint import CompletedCheckpoint, FileStateHandle, OperatorState
+from sparkpoint.metadata import MetadataError, describe_checkpoint
+from sparkpoint.storage import (
+    FileCheck,
+    LoadedMetadata,
+    StorageError,
+    check_state_files,
+    load_metadata,
+)
+
+#: Exit status when --verify finds missing or resized files (1 is an unreadable file).
+EXIT_VERIFY_FAILED = 3
+
+
+@click.group(name="metadata")
+def metadata_group() -> None:
+    """Read the _metadata of checkpoints and savepoints."""
+
+
+@metadata_group.command(name="inspect")
+@click.argument("pointer")
+@click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
+@click.option(
+    "--verify", is_flag=True, help="Check that every state file exists with its recorded size."
+)
+@click.option("--subtasks", is_flag=True, help="Also list every subtask (table output).")
+@click.option("--hdfs-user", envvar="SPARKPOINT_HDFS_USER", help="HDFS user (simple auth).")
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="HDFS timeout (s).")
+def inspect_command(
+    pointer: str,
+    *,
+    as_json: bool,
+    verify: bool,
+    subtasks: bool,
+    hdfs_user: str | None,
+    timeout: float,
+) -> None:
+    """Show the checkpoint at POINTER: a chk-<id> or savepoint directory, or a _metadata
+    file; a plain path, file://, hdfs:// or webhdfs:// URI.
+
+    \b
+    sparkpoint metadata inspect /data/checkpoints/clicks/chk-42
+    sparkpoint metadata inspect hdfs://nn:8020/savepoints/savepoint-clicks-5f3a9c01be72 --verify
+    """
+    options: dict[str, Any] = {"timeout": timeout}
+    if hdfs_user:
+        options["user"] = hdfs_user
+    try:
+        loaded = load_metadata(pointer, **options)
+        checks = check_state_files(loaded.checkpoint, **options) if verify else None
+    except (MetadataError, StorageError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(_as_json(loaded, checks), indent=2))
+    else:
+        _print_tables(loaded, checks, subtasks)
+    if checks is not None and not all(c.ok for c in checks):
+        sys.exit(EXIT_VERIFY_FAILED)
+
+
+def _as_json(loaded: LoadedMetadata, checks: list[FileCheck] | None) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "metadata": {"uri": loaded.uri, "size": loaded.size, "checksum": loaded.checksum},
+        **describe_checkpoint(loaded.checkpoint),
+    }
+    if checks is not None:
+        result["verify"] = {
+            "files": len(checks),
+            "problems": [
+                {
+                    "operator": c.operator_uid,
+                    "subtask": c.subtask,
+                    "path": c.path,
+                    "expected_size": c.expected_size,
+                    "actual_size": c.actual_size,
+                    "problem": c.problem,
+                }
+                for c in checks
+                if not c.ok
+            ],
+        }
+    return result
+
+
+def _time(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def _handle_counts(state: OperatorState) -> tuple[int, int, int, int]:
+    keyed = operator = files = inline = 0
+    for subtask in state.subtask_states.values():
+        keyed += len(subtask.keyed)
+        operator += len(subtask.operator)
+        for handle in (*subtask.keyed, *subtask.operator):
+            if isinstance(handle.stream, FileStateHandle):
+                files += 1
+            else:
+                inline += 1
+    return keyed, operator, files, inline
+
+
+def _print_tables(loaded: LoadedMetadata, checks: list[FileCheck] | None, subtasks: bool) -> None:
+    terminal = Console(highlight=False)
+    # Piped into a file or grep, long paths should stay on one line.
+    console = terminal if terminal.is_terminal else Console(highlight=False, width=240)
+    cp: CompletedCheckpoint = loaded.checkpoint
+    summary = Table.grid(padding=(0, 2))
+    for name, value in (
+        ("metadata", loaded.uri),
+        ("size", f"{loaded.size} bytes"),
+        ("checksum", loaded.checksum),
+        ("job", cp.job_id),
+        ("checkpoint", f"{cp.checkpoint_id} ({cp.kind.value})"),
+        ("triggered", _time(cp.trigger_timestamp_ms)),
+        (
+            "completed",
+            f"{_time(cp.completion_timestamp_ms)} "
+            f"(+{cp.completion_timestamp_ms - cp.trigger_timestamp_ms} ms)",
+        ),
+        ("state size", f"{cp.state_size} bytes"),
+    ):
+        summary.add_row(name, value)
+    console.print(summary)
+
+    table = Table(title="operators", title_justify="left")
+    for column in (
+        "operator",
+        "parallelism",
+        "max par.",
+        "subtasks with state",
+        "keyed handles",
+        "operator handles",
+        "files",
+        "inline",
+        "state bytes",
+    ):
+        table.add_column(
+            column, overflow="fold", justify="left" if column == "operator" else "right"
+        )
+    for uid, state in cp.operator_states.items():
+        keyed, operator, files, inline = _handle_counts(state)
+        with_state = sum(1 for s in state.subtask_states.values() if s.has_state)
+        table.add_row(
+            uid,
+            str(state.parallelism),
+            str(state.max_parallelism),
+            f"{with_state}/{state.parallelism}",
+            str(keyed),
+            str(operator),
+            str(files),
+            str(inline),
+            str(state.state_size),
+        )
+    console.print(table)
+
+    if subtasks:
+        detail = Table(title="subtasks", title_justify="left")
+        for column in ("operator", "subtask", "key groups", "operator states", "streams", "bytes"):
+            detail.add_column(column, overflow="fold")
+        for uid, state in cp.operator_states.items():
+            for index, sub in sorted(state.subtask_states.items()):
+                groups = ", ".join(str(h.key_group_range) for h in sub.keyed) or "-"
+                names = (
+                    ", ".join(
+                        f"{n} ({i.mode.value})" for h in sub.operator for n, i in h.states.items()
+                    )
+                    or "-"
+                )
+                streams = (
+                    ", ".join(
+                        f"file {h.stream.path}"
+                        if isinstance(h.stream, FileStateHandle)
+                        else f"inline {h.stream.name}"
+                        for h in (*sub.keyed, *sub.operator)
+                    )
+                    or "-"
+                )
+                detail.add_row(uid, str(index), groups, names, streams, str(sub.state_size))
+        console.print(detail)
+
+    if checks is not None:
+        problems = [c for c in checks if not c.ok]
+        console.print(f"verify: {len(checks)} state files checked, {len(problems)} problems")
+        if problems:
+            bad = Table(title="problems", title_justify="left")
+            for column in ("operator", "subtask", "path", "problem"):
+                bad.add_column(column, overflow="fold")
+            for c in problems:
+                bad.add_row(c.operator_uid, str(c.subtask), c.path, c.problem or "")
+            console.print(bad)
