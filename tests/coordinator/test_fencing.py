@@ -32,16 +32,20 @@ def _ack_last(h: Harness, cid: int):  # type: ignore[no-untyped-def]
     return h.coordinator.acknowledge(cid, uid, i, keyed_state(i, h.graph.operator(uid).parallelism))
 
 
-def test_a_fenced_counter_creates_no_checkpoint(harness: Harness) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [_fenced(), NotConnectedError("no quorum"), PossiblyAppliedError("dropped mid-write")],
+)
+def test_a_failing_counter_creates_no_checkpoint(harness: Harness, error: Exception) -> None:
     h = harness
-    h.counter.fail_with = _fenced()
+    h.counter.fail_with = error  # type: ignore[assignment]
     h.clock.advance(1000)
-    with pytest.raises(FencedError):
+    with pytest.raises(type(error)):
         h.coordinator.tick()
     assert h.coordinator.pending_checkpoint_ids() == []
     assert h.coordinator.drain_notifications() == []
     assert h.checkpoint_dirs() == []
-    with pytest.raises(FencedError):
+    with pytest.raises(type(error)):
         h.coordinator.trigger_savepoint()
     assert h.coordinator.job_status is JobStatus.RUNNING  # not the job's fault
 

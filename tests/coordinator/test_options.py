@@ -42,6 +42,8 @@ def test_invalid_values_name_key_value_and_reason(field: str, value: object, rea
 
 
 def test_unknown_or_repeated_keys_are_refused() -> None:
+    with pytest.raises(InvalidOptionError, match="must be an object"):
+        CheckpointingOptions.from_dict([1, 2])  # type: ignore[arg-type]
     with pytest.raises(InvalidOptionError, match="unknown checkpointing option"):
         CheckpointingOptions.from_dict({"execution.checkpointing.intervall": 100})
     with pytest.raises(InvalidOptionError, match="given twice"):

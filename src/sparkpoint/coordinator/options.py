@@ -75,6 +75,8 @@ class CheckpointingOptions:
     def from_dict(cls, data: Mapping[str, Any]) -> CheckpointingOptions:
         """Options from field names (``interval_ms``) or Flink keys; unknown keys are refused
         rather than ignored, since a misspelt key would silently keep a default."""
+        if not isinstance(data, Mapping):
+            raise InvalidOptionError("checkpoint config", data, "must be an object of options")
         by_key = {key: name for name, key in OPTION_KEYS.items()}
         values: dict[str, Any] = {}
         for key, value in data.items():
