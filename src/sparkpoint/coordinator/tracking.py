@@ -21,29 +21,23 @@ class CheckpointTracker:
     def __init__(self, job_id: str) -> None:
         self._job_id = job_id
         self._pending: dict[int, PendingCheckpoint] = {}
-        self._finished: OrderedDict[int, CheckpointStatus] = OrderedDict()
-        self._lowest_triggered: int | None = None
-        self._highest_triggered: int | None = None
+        self._finished: OrderedDict[int, tuple[CheckpointStatus, str | None]] = OrderedDict()
 
     def add(self, pending: PendingCheckpoint) -> None:
-        cid = pending.checkpoint_id
-        self._pending[cid] = pending
-        self._lowest_triggered = cid if self._lowest_triggered is None else self._lowest_triggered
-        self._highest_triggered = max(cid, self._highest_triggered or cid)
+        self._pending[pending.checkpoint_id] = pending
 
-    def note_triggered_id(self, checkpoint_id: int, status: CheckpointStatus) -> None:
+    def note_triggered_id(self, checkpoint_id: int, reason: str) -> None:
         """An id used up by a trigger that failed before becoming pending."""
-        if self._lowest_triggered is None:
-            self._lowest_triggered = checkpoint_id
-        self._highest_triggered = max(checkpoint_id, self._highest_triggered or checkpoint_id)
-        self._remember(checkpoint_id, status)
+        self._remember(checkpoint_id, CheckpointStatus.FAILED, reason)
 
-    def finish(self, checkpoint_id: int, status: CheckpointStatus) -> PendingCheckpoint | None:
-        """Forget a pending checkpoint and remember how it ended."""
+    def finish(
+        self, checkpoint_id: int, status: CheckpointStatus, reason: str | None = None
+    ) -> PendingCheckpoint | None:
+        """Forget a pending checkpoint and remember how it ended (and why, if it failed)."""
         pending = self._pending.pop(checkpoint_id, None)
         if pending is not None:
             pending.status = status
-        self._remember(checkpoint_id, status)
+        self._remember(checkpoint_id, status, reason)
         return pending
 
     def get(self, checkpoint_id: int) -> PendingCheckpoint:
@@ -55,17 +49,19 @@ class CheckpointTracker:
         pending = self._pending.get(checkpoint_id)
         if pending is not None:
             return pending
-        status = self._finished.get(checkpoint_id)
-        if status is None and self._was_triggered_here(checkpoint_id):
-            status = CheckpointStatus.FAILED  # finished so long ago its outcome is forgotten
-        if status is not None:
+        finished = self._finished.get(checkpoint_id)
+        if finished is not None:
+            status, reason = finished
+            why = f": {reason}" if reason else ""
             raise CheckpointFinishedError(
-                f"job {self._job_id}: checkpoint {checkpoint_id} already finished ({status.value})",
+                f"job {self._job_id}: checkpoint {checkpoint_id} already finished "
+                f"({status.value}{why})",
                 checkpoint_id=checkpoint_id,
                 status=status.value,
             )
+        # Also the answer for an id finished so long ago that its outcome was forgotten.
         raise UnknownCheckpointError(
-            f"job {self._job_id}: no checkpoint {checkpoint_id} was triggered by this coordinator",
+            f"job {self._job_id}: checkpoint {checkpoint_id} is not known to this coordinator",
             checkpoint_id=checkpoint_id,
         )
 
@@ -76,11 +72,7 @@ class CheckpointTracker:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def _remember(self, checkpoint_id: int, status: CheckpointStatus) -> None:
-        self._finished[checkpoint_id] = status
+    def _remember(self, checkpoint_id: int, status: CheckpointStatus, reason: str | None) -> None:
+        self._finished[checkpoint_id] = (status, reason)
         while len(self._finished) > FINISHED_MEMORY:
             self._finished.popitem(last=False)
-
-    def _was_triggered_here(self, checkpoint_id: int) -> bool:
-        low, high = self._lowest_triggered, self._highest_triggered
-        return low is not None and high is not None and low <= checkpoint_id <= high

@@ -103,7 +103,7 @@ class Transitions:
     ) -> None:
         """An id was taken but its directory could not be prepared: the pipeline never
         heard of it, so no notice is sent."""
-        self.tracker.note_triggered_id(checkpoint_id, CheckpointStatus.FAILED)
+        self.tracker.note_triggered_id(checkpoint_id, reason)
         self.stats.report_triggered(checkpoint_id, kind, now, 0)
         self.stats.report_failed(checkpoint_id, now, reason)
         self.metrics.triggered()
@@ -151,7 +151,7 @@ class Transitions:
         it). ``count_failure``: it counts towards the tolerable consecutive failures.
         """
         cid = pending.checkpoint_id
-        self.tracker.finish(cid, CheckpointStatus.FAILED)
+        self.tracker.finish(cid, CheckpointStatus.FAILED, reason)
         if notify:
             self.outbox.abort(cid, reason)
         self.stats.report_failed(cid, now, reason)
