@@ -1,0 +1,107 @@
+"""Deleting files in the background: subsumed checkpoints and aborted checkpoint directories.
+
+Deletion is the last step of DESIGN.md section 4 and may be slow (HDFS), so it never holds
+up acknowledgements or the next trigger. A crash before it runs leaves orphans, which the
+garbage collector removes; a failed deletion is logged for the same reason, not retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from sparkpoint.checkpoint import CheckpointPointer
+from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
+from sparkpoint.store import CheckpointDiscarder
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+class CleanupWorker:
+    """One daemon thread running deletion tasks in submission order.
+
+    The thread starts with the first task, so a coordinator that never deletes anything
+    never owns a thread.
+    """
+
+    def __init__(self, name: str = "sparkpoint-cleanup") -> None:
+        self._name = name
+        self._tasks: queue.Queue[object] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._outstanding = 0
+        self._closed = False
+        self.failures = 0
+
+    def submit(self, description: str, task: Callable[[], None]) -> None:
+        with self._lock:
+            if self._closed:
+                log.warning("cleanup worker closed, not running: %s", description)
+                return
+            self._outstanding += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+        self._tasks.put((description, task))
+
+    def discard_checkpoint(
+        self, discarder: CheckpointDiscarder, pointer: CheckpointPointer
+    ) -> None:
+        """Delete a subsumed checkpoint's files; savepoints belong to the user and are kept."""
+        if pointer.is_savepoint:
+            return
+        self.submit(
+            f"discard checkpoint {pointer.checkpoint_id} of job {pointer.job_id}",
+            lambda: discarder.discard(pointer),
+        )
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until every submitted task ran; False if ``timeout`` seconds passed first."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._outstanding:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+            return True
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Run what was submitted, then stop the thread; False if it did not finish in time."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        if thread is None:
+            return True
+        self._tasks.put(_STOP)
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def _run(self) -> None:
+        while True:
+            item = self._tasks.get()
+            if item is _STOP:
+                return
+            description, task = item  # type: ignore[misc]
+            try:
+                task()
+            except STORAGE_FAILURES as exc:
+                self.failures += 1
+                log.warning(
+                    "%s failed, leaving an orphan for the garbage collector: %s", description, exc
+                )
+            except Exception:
+                # A bug in a discarder must not kill the thread that serves every later
+                # deletion; it is logged with its traceback and counted.
+                self.failures += 1
+                log.exception("%s failed unexpectedly", description)
+            finally:
+                with self._idle:
+                    self._outstanding -= 1
+                    self._idle.notify_all()

@@ -1,0 +1,350 @@
+"""CheckpointCoordinator: drives the checkpoints of one job (after Flink's, see the seeds).
+
+Trigger → PendingCheckpoint → acknowledgements → `_metadata` → store → completion notice →
+background deletion of what was subsumed. The service calls :meth:`tick` on a timer and
+forwards the driver's acknowledgements and declines; the heartbeat reply carries what
+:meth:`drain_notifications` returns.
+
+Split by responsibility: trigger rules (``trigger``), creating checkpoints
+(``triggering``), pending tracking (``pending``, ``tracking``), finalisation
+(``finalize``), how a checkpoint's end changes the job (``transitions``), statistics
+(``stats``), notices (``notifications``), deletions (``cleanup``).
+
+Locking: ``_lock`` guards in-memory state and is never held across I/O. ``_trigger_lock``
+serialises triggers (counter and storage I/O); ``_finalize_lock`` serialises finalisations,
+so pointers reach the store in id order. Acknowledgements of other checkpoints, ticks and
+heartbeats go on while one checkpoint is being written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+from sparkpoint.checkpoint import (
+    CheckpointKind,
+    CheckpointPointer,
+    JobGraph,
+    JobStatus,
+    OperatorSubtaskState,
+)
+from sparkpoint.coordinator.cleanup import CleanupWorker
+from sparkpoint.coordinator.errors import (
+    CheckpointFinishedError,
+    CoordinatorStoppedError,
+    TriggerRejectedError,
+)
+from sparkpoint.coordinator.failures import FailureCounter
+from sparkpoint.coordinator.finalize import Finalizer
+from sparkpoint.coordinator.job_metrics import JobMetrics
+from sparkpoint.coordinator.notifications import Notice, Outbox
+from sparkpoint.coordinator.options import CheckpointingOptions
+from sparkpoint.coordinator.pending import Acknowledgement, CheckpointStatus, PendingCheckpoint
+from sparkpoint.coordinator.results import AckResult, TickReport
+from sparkpoint.coordinator.stats import CheckpointStatsTracker
+from sparkpoint.coordinator.storage_api import CheckpointStorageLike
+from sparkpoint.coordinator.tracking import CheckpointTracker
+from sparkpoint.coordinator.transitions import Transitions
+from sparkpoint.coordinator.trigger import (
+    TriggerDecision,
+    TriggerState,
+    decide,
+    next_due_after_trigger,
+)
+from sparkpoint.coordinator.triggering import Triggerer
+from sparkpoint.counter import CheckpointIDCounter
+from sparkpoint.store import CompletedCheckpointStore
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class CheckpointCoordinator:
+    """The checkpoints of one job. Thread-safe.
+
+    How the service drives it (while it is leader)::
+
+        coordinator = CheckpointCoordinator(graph, options, counter=counter, store=store,
+                                            storage=storage)
+        coordinator.set_counter_above(restored.checkpoint_id)   # after a restore, if any
+        coordinator.start()
+        report = coordinator.tick()          # on a timer; report.next_tick_ms says when
+        coordinator.acknowledge_all(cid, acks)  # per ack request; bad ones raise 4xx errors
+        notices = coordinator.drain_notifications()  # into each heartbeat reply
+        coordinator.stop("leadership lost")  # at once when leadership goes
+    """
+
+    def __init__(
+        self,
+        graph: JobGraph,
+        options: CheckpointingOptions,
+        *,
+        counter: CheckpointIDCounter,
+        store: CompletedCheckpointStore,
+        storage: CheckpointStorageLike,
+        clock: Callable[[], int] = wall_clock_ms,
+        cleanup: CleanupWorker | None = None,
+    ) -> None:
+        self.graph = graph
+        self.options = options
+        self._counter = counter
+        self._clock = clock
+        self._owns_cleanup = cleanup is None
+        self.cleanup = cleanup or CleanupWorker(f"sparkpoint-cleanup-{graph.job_id}")
+        self.stats = CheckpointStatsTracker(options.history_size)
+        self.outbox = Outbox()
+        self._tracker = CheckpointTracker(graph.job_id)
+        self._state = Transitions(
+            job_id=graph.job_id,
+            tracker=self._tracker,
+            outbox=self.outbox,
+            stats=self.stats,
+            metrics=JobMetrics(graph.job_id),
+            failures=FailureCounter(options.tolerable_failures),
+            cleanup=self.cleanup,
+            storage=storage,
+        )
+        self._lock = self._state.lock
+        self._trigger_lock = self._state.trigger_lock
+        self._triggerer = Triggerer(
+            graph=graph, options=options, counter=counter, storage=storage, state=self._state
+        )
+        self._finalizer = Finalizer(state=self._state, store=store, clock=clock)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def job_id(self) -> str:
+        return self.graph.job_id
+
+    @property
+    def job_status(self) -> JobStatus:
+        with self._lock:
+            return self._state.job_status
+
+    @property
+    def is_stopped(self) -> bool:
+        with self._lock:
+            return self._state.stopped
+
+    @property
+    def failure_reason(self) -> str | None:
+        with self._lock:
+            return self._state.failure_reason
+
+    def start(self, now_ms: int | None = None) -> None:
+        """Begin periodic checkpointing: the first one is due one interval from now."""
+        now = self._now(now_ms)
+        with self._lock:
+            self._require_running()
+            if self._state.job_status is not JobStatus.CREATED:
+                return  # already started (or already ended): starting twice changes nothing
+            self._state.job_status = JobStatus.RUNNING
+            self._state.next_due_ms = next_due_after_trigger(self.options, now)
+
+    def stop(self, reason: str = "coordinator stopped") -> list[int]:
+        """Abort every pending checkpoint and accept nothing more (leadership lost, job
+        removed). A checkpoint being finalised is aborted by its finaliser before it reaches
+        the store, or completes if it already did. Returns the ids aborted here."""
+        with self._lock:
+            if self._state.stopped:
+                return []
+            self._state.stopped = True
+            if not self._state.job_status.is_globally_terminal:
+                self._state.job_status = JobStatus.SUSPENDED
+            aborted = []
+            for pending in self._tracker.pending():
+                if pending.status is CheckpointStatus.IN_PROGRESS:
+                    self._state.abort(pending, reason, self._clock())
+                    aborted.append(pending.checkpoint_id)
+            return aborted
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """:meth:`stop`, then let queued deletions finish (if this coordinator owns them)."""
+        self.stop()
+        return self.cleanup.close(timeout) if self._owns_cleanup else True
+
+    # --- triggering -----------------------------------------------------------------------
+
+    def tick(self, now_ms: int | None = None, *, allow_trigger: bool = True) -> TickReport:
+        """Expire overdue checkpoints, then trigger a periodic one if the rules allow.
+
+        ``allow_trigger=False`` only expires (for a job whose driver stopped heartbeating:
+        nobody would take the trigger, but its pending checkpoints must still time out).
+        Raises the counter's coordination errors (fenced, not connected, possibly applied)
+        so the service can step down; no checkpoint is created then.
+        """
+        now = self._now(now_ms)
+        with self._lock:
+            if self._state.stopped or self._state.job_status is not JobStatus.RUNNING:
+                return TickReport(None, (), None)
+            expired = tuple(self._state.expire_overdue(now, self.options.timeout_ms))
+        triggered = None
+        decision_retry = None
+        with self._trigger_lock:
+            with self._lock:
+                decision = self._periodic_decision(now) if allow_trigger else None
+            if decision is not None and decision.trigger:
+                pending = self._triggerer.create(CheckpointKind.CHECKPOINT, now, periodic=True)
+                triggered = pending.checkpoint_id if pending is not None else None
+            elif decision is not None:
+                decision_retry = decision.retry_at_ms
+        self._finalizer.finalize_if_complete(triggered)
+        with self._lock:
+            return TickReport(triggered, expired, self._next_tick(decision_retry))
+
+    def trigger_checkpoint(self, now_ms: int | None = None) -> int:
+        """Trigger a checkpoint now, regardless of interval, pause and concurrency (Flink's
+        manual trigger). Returns its id."""
+        return self._trigger_requested(CheckpointKind.CHECKPOINT, now_ms, None, stop=False)
+
+    def trigger_savepoint(
+        self, target_dir: str | None = None, *, stop: bool = False, now_ms: int | None = None
+    ) -> int:
+        """Trigger a savepoint into ``target_dir`` (storage's default savepoint directory
+        when None). With ``stop``, periodic triggering pauses while it runs and ends for
+        good when it completes (the job is then FINISHED). Returns its id."""
+        return self._trigger_requested(CheckpointKind.SAVEPOINT, now_ms, target_dir, stop=stop)
+
+    # --- acknowledgements -----------------------------------------------------------------
+
+    def acknowledge(
+        self, checkpoint_id: int, operator_uid: str, subtask: int, state: OperatorSubtaskState
+    ) -> AckResult:
+        """One subtask's acknowledgement; see :meth:`acknowledge_all`."""
+        return self.acknowledge_all(checkpoint_id, [Acknowledgement(operator_uid, subtask, state)])
+
+    def acknowledge_all(self, checkpoint_id: int, acks: Iterable[Acknowledgement]) -> AckResult:
+        """Acknowledge a batch of subtasks of one checkpoint, all or nothing.
+
+        Raises a :class:`~sparkpoint.coordinator.errors.CoordinatorRequestError` (unknown or
+        finished checkpoint, duplicate, unexpected subtask, invalid state) with nothing
+        changed. The acknowledgement that completes the set finalises the checkpoint in this
+        call; coordination errors from the store propagate after the checkpoint is aborted.
+        """
+        started = time.perf_counter()
+        now = self._clock()
+        with self._lock:
+            self._require_running()
+            pending = self._tracker.get(checkpoint_id)
+            batch = pending.check_acknowledgements(acks)
+            if not batch:  # an empty batch is valid and changes nothing
+                remaining = pending.total_subtasks - pending.acknowledged_subtasks
+                return AckResult(checkpoint_id, CheckpointStatus.IN_PROGRESS, remaining)
+            pending.acknowledge(batch, now)
+            self.stats.report_acknowledged(
+                checkpoint_id, pending.acknowledged_subtasks, pending.state_size, now
+            )
+            if not pending.is_fully_acknowledged:
+                remaining = pending.total_subtasks - pending.acknowledged_subtasks
+                return AckResult(checkpoint_id, CheckpointStatus.IN_PROGRESS, remaining)
+            pending.status = CheckpointStatus.FINALIZING
+        return self._finalizer.finalize(pending, started)
+
+    def decline(self, checkpoint_id: int, operator_uid: str, subtask: int, reason: str) -> None:
+        """A subtask could not snapshot: the checkpoint fails (and counts as a failure)."""
+        with self._lock:
+            self._require_running()
+            pending = self._tracker.get(checkpoint_id)
+            if pending.status is not CheckpointStatus.IN_PROGRESS:
+                raise CheckpointFinishedError(
+                    f"checkpoint {checkpoint_id} is {pending.status.value}, too late to decline",
+                    checkpoint_id=checkpoint_id,
+                    status=pending.status.value,
+                )
+            pending.check_subtask(operator_uid, subtask)
+            why = f"declined by operator {operator_uid!r} subtask {subtask}: {reason}"
+            self._state.abort(pending, why, self._clock(), count_failure=True)
+
+    # --- notices, restore hooks, status ---------------------------------------------------
+
+    def drain_notifications(self) -> list[Notice]:
+        """Every queued trigger, completion and abort notice, oldest first (removed)."""
+        return self.outbox.drain()
+
+    def notifications_since(self, after_seq: int) -> list[Notice]:
+        """Queued notices above ``after_seq``, kept for a driver that asks again."""
+        return self.outbox.since(after_seq)
+
+    def set_counter_above(self, checkpoint_id: int) -> int:
+        """After a restore from ``checkpoint_id``: make sure the next id is above it (the
+        counter never moves down). Returns the next id."""
+        with self._trigger_lock:
+            if self._counter.get() <= checkpoint_id:
+                self._counter.set_count(checkpoint_id + 1)
+            return self._counter.get()
+
+    def record_restored(self, pointer: CheckpointPointer, now_ms: int | None = None) -> None:
+        """Record that the job was restored from ``pointer`` (shown as "latest restored")."""
+        self.stats.report_restored(pointer, self._now(now_ms))
+
+    def pending_checkpoint_ids(self) -> list[int]:
+        with self._lock:
+            return [p.checkpoint_id for p in self._tracker.pending()]
+
+    def pending_checkpoint(self, checkpoint_id: int) -> PendingCheckpoint:
+        """The pending checkpoint (read-only use), or the typed reason why there is none."""
+        with self._lock:
+            return self._tracker.get(checkpoint_id)
+
+    def to_dict(self) -> dict[str, object]:
+        """Job status and checkpoint statistics, for a Flink-like checkpoint overview."""
+        with self._lock:
+            status = {
+                "job_id": self.job_id,
+                "job_status": self._state.job_status.value,
+                "failure_reason": self._state.failure_reason,
+                "consecutive_failures": self._state.failures.consecutive,
+                "pending": [p.checkpoint_id for p in self._tracker.pending()],
+                "next_due_ms": self._state.next_due_ms,
+                "options": self.options.to_dict(),
+            }
+        return {**status, **self.stats.to_dict()}
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _now(self, now_ms: int | None) -> int:
+        return self._clock() if now_ms is None else now_ms
+
+    def _require_running(self) -> None:
+        if self._state.stopped:
+            raise CoordinatorStoppedError(f"job {self.job_id}: the coordinator was stopped")
+
+    def _periodic_decision(self, now: int) -> TriggerDecision | None:
+        state = self._state
+        if state.stopped or state.job_status is not JobStatus.RUNNING:
+            return None
+        if state.stop_in_progress is not None:
+            return None
+        assert self._state.next_due_ms is not None  # set by start()
+        pending_periodic = sum(1 for p in self._tracker.pending() if not p.is_savepoint)
+        return decide(
+            self.options,
+            TriggerState(now, self._state.next_due_ms, pending_periodic, state.last_completion_ms),
+        )
+
+    def _next_tick(self, retry_at: int | None) -> int | None:
+        deadlines = [
+            p.trigger_timestamp_ms + self.options.timeout_ms
+            for p in self._tracker.pending()
+            if p.status is CheckpointStatus.IN_PROGRESS
+        ]
+        if retry_at is not None:
+            deadlines.append(retry_at)
+        return min(deadlines) if deadlines else None
+
+    def _trigger_requested(
+        self, kind: CheckpointKind, now_ms: int | None, target_dir: str | None, *, stop: bool
+    ) -> int:
+        now = self._now(now_ms)
+        with self._trigger_lock:
+            with self._lock:
+                self._require_running()
+                reason = self._state.why_not_trigger()
+                if reason is not None:
+                    raise TriggerRejectedError(f"job {self.job_id}: {reason}")
+            pending = self._triggerer.create(kind, now, target_dir=target_dir, stop_job=stop)
+        assert pending is not None  # requested triggers raise instead of returning None
+        self._finalizer.finalize_if_complete(pending.checkpoint_id)
+        return pending.checkpoint_id

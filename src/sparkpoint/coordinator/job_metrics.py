@@ -1,0 +1,41 @@
+"""The per-job checkpoint metrics of ``sparkpoint.metrics``, bound to one job's label."""
+
+from __future__ import annotations
+
+from sparkpoint import metrics
+
+
+class JobMetrics:
+    """Records one job's checkpoint metrics. An expired checkpoint counts as failed too
+    (as in Flink's failed-checkpoint count), and in the expired counter."""
+
+    def __init__(self, job_id: str) -> None:
+        self._triggered = metrics.CHECKPOINTS_TRIGGERED.labels(job=job_id)
+        self._completed = metrics.CHECKPOINTS_COMPLETED.labels(job=job_id)
+        self._failed = metrics.CHECKPOINTS_FAILED.labels(job=job_id)
+        self._expired = metrics.CHECKPOINTS_EXPIRED.labels(job=job_id)
+        self._pending = metrics.PENDING_CHECKPOINTS.labels(job=job_id)
+        self._duration = metrics.CHECKPOINT_DURATION.labels(job=job_id)
+        self._finalize = metrics.CHECKPOINT_FINALIZE_DURATION.labels(job=job_id)
+        self._last_ts = metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job=job_id)
+        self._last_size = metrics.LAST_CHECKPOINT_SIZE.labels(job=job_id)
+
+    def triggered(self) -> None:
+        self._triggered.inc()
+
+    def failed(self, *, expired: bool = False) -> None:
+        self._failed.inc()
+        if expired:
+            self._expired.inc()
+
+    def pending(self, count: int) -> None:
+        self._pending.set(count)
+
+    def finalized(self, seconds: float) -> None:
+        self._finalize.observe(seconds)
+
+    def completed(self, duration_ms: int, completion_ms: int, state_size: int) -> None:
+        self._completed.inc()
+        self._duration.observe(duration_ms / 1000)
+        self._last_ts.set(completion_ms / 1000)
+        self._last_size.set(state_size)

@@ -1,0 +1,90 @@
+"""Interval, minimum pause and maximum concurrent checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparkpoint.coordinator import CheckpointingOptions, TickReport
+from sparkpoint.coordinator.trigger import TriggerState, decide
+
+from .support import make_harness
+
+
+def test_decide_applies_each_rule() -> None:
+    opts = CheckpointingOptions(interval_ms=1000, min_pause_ms=300, max_concurrent=2)
+    assert decide(opts, TriggerState(999, 1000, 0, None)).reason == "not due"
+    assert decide(opts, TriggerState(1000, 1000, 2, None)).retry_at_ms is None
+    paused = decide(opts, TriggerState(1000, 1000, 1, 800))
+    assert (paused.trigger, paused.retry_at_ms) == (False, 1100)
+    assert decide(opts, TriggerState(1100, 1000, 1, 800)).trigger
+    assert decide(opts, TriggerState(5000, 1000, 0, None)).trigger
+
+
+def test_max_concurrent_blocks_periodic_triggers(tmp_path: Path) -> None:
+    h = make_harness(tmp_path, 1, max_concurrent=2, interval_ms=100)
+    a = h.trigger_next()
+    b = h.trigger_next()
+    h.clock.advance(100)
+    assert h.coordinator.tick().triggered is None
+    assert h.coordinator.pending_checkpoint_ids() == [a, b]
+    h.ack_all(b)  # completing b subsumes a: both slots free
+    assert h.coordinator.pending_checkpoint_ids() == []
+    assert h.coordinator.tick().triggered == b + 1
+    assert h.coordinator.close(10)
+
+
+def test_min_pause_counts_from_the_last_completion(tmp_path: Path) -> None:
+    h = make_harness(tmp_path, 1, interval_ms=1000, min_pause_ms=800)
+    cid = h.trigger_next()
+    h.clock.advance(900)
+    h.ack_all(cid)  # completed 900 ms after its trigger
+    h.clock.advance(100)  # interval has passed, pause has not
+    report = h.coordinator.tick()
+    assert report.triggered is None and report.next_tick_ms == h.clock.now + 700
+    h.clock.advance(699)
+    assert h.coordinator.tick().triggered is None
+    h.clock.advance(1)
+    assert h.coordinator.tick().triggered == cid + 1
+    assert h.coordinator.close(10)
+
+
+def test_interval_counts_from_the_actual_trigger(tmp_path: Path) -> None:
+    h = make_harness(tmp_path, 1, interval_ms=1000)
+    h.clock.advance(3500)  # a late tick triggers once, not three times
+    first = h.coordinator.tick().triggered
+    h.ack_all(first)  # type: ignore[arg-type]
+    assert h.coordinator.tick().triggered is None
+    h.clock.advance(999)
+    assert h.coordinator.tick().triggered is None
+    h.clock.advance(1)
+    assert h.coordinator.tick().triggered is not None
+    assert h.coordinator.close(10)
+
+
+def test_ids_come_only_from_the_counter(tmp_path: Path) -> None:
+    h = make_harness(tmp_path, 1)
+    h.counter.set_count(41)
+    assert h.trigger_next() == 41
+    assert h.counter.get() == 42
+    assert h.coordinator.trigger_checkpoint() == 42
+    assert h.coordinator.close(10)
+
+
+def test_manual_checkpoint_ignores_concurrency(tmp_path: Path) -> None:
+    h = make_harness(tmp_path, 1, max_concurrent=1)
+    a = h.trigger_next()
+    b = h.coordinator.trigger_checkpoint()
+    assert h.coordinator.pending_checkpoint_ids() == [a, b]
+    assert h.coordinator.close(10)
+
+
+def test_a_disconnected_job_is_not_triggered_but_still_expires(tmp_path: Path) -> None:
+    h = make_harness(tmp_path, 1, interval_ms=1000, timeout_ms=3000, tolerable_failures=1)
+    cid = h.trigger_next()
+    h.clock.advance(3000)
+    report = h.coordinator.tick(allow_trigger=False)
+    assert report == TickReport(None, (cid,), None)
+    h.clock.advance(5000)
+    assert h.coordinator.tick(allow_trigger=False).triggered is None
+    assert h.coordinator.tick().triggered == cid + 1  # the driver is back
+    assert h.coordinator.close(10)
