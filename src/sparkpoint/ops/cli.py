@@ -20,11 +20,18 @@ def main() -> None:
 
 def _register_commands() -> None:
     # Each command group lives in its own module; this is the only place that lists them.
+    from sparkpoint.ops.cli_demo import demo
     from sparkpoint.ops.cli_metadata import metadata_group
     from sparkpoint.ops.cli_restore import restore
+    from sparkpoint.ops.cli_zookeeper import zookeeper_group
 
+    main.add_command(demo)
     main.add_command(metadata_group)
     main.add_command(restore)
+    main.add_command(zookeeper_group)
 
 
 _register_commands()
+
+if __name__ == "__main__":
+    main()
