@@ -66,7 +66,7 @@ def test_a_broken_classpath_fails_with_the_log_location(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_demo_hands_over_and_never_reuses_an_id(tmp_path: Path) -> None:
     result = sparkpoint("demo", "--kill-leader-every", "4", "--duration", "14",
-                        "--session-timeout", "2", "--dir", str(tmp_path), "--json")  # fmt: skip
+                        "--dir", str(tmp_path), "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     leaders = [e for e in events if e["event"] == "leader"]

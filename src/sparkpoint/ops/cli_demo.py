@@ -40,8 +40,12 @@ def _table(demo: Demo) -> Table:
               help="Kill the current leader every SECONDS to show failover.")  # fmt: skip
 @click.option("--signal", "signal_name", type=click.Choice(["KILL", "TERM", "STOP"]),
               default="KILL", show_default=True, help="How the leader is killed.")  # fmt: skip
-@click.option("--session-timeout", type=click.FloatRange(1.0, 600.0), default=4.0,
+@click.option("--session-timeout", type=click.FloatRange(1.0, 600.0), default=10.0,
               show_default=True, help="Contenders' ZooKeeper session timeout (s).")  # fmt: skip
+@click.option("--takeover-timeout", type=click.FloatRange(min=0.0), default=1.5,
+              show_default=True,
+              help="Followers take over a leader whose lease went unrenewed this long (s); "
+                   "0 waits for its session to expire instead.")  # fmt: skip
 @click.option("--duration", type=click.FloatRange(min=1.0), metavar="SECONDS",
               help="Stop by itself after SECONDS (default: run until Ctrl-C).")  # fmt: skip
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
@@ -51,6 +55,7 @@ def demo(
     kill_leader_every: float | None,
     signal_name: str,
     session_timeout: float,
+    takeover_timeout: float,
     duration: float | None,
     directory: Path | None,
     as_json: bool,
@@ -59,7 +64,8 @@ def demo(
 
     The leader issues checkpoint ids from a job's counter in ZooKeeper; with
     --kill-leader-every it is killed on schedule, another contender takes over with a
-    higher fencing epoch, and the ids keep rising without ever being reused.
+    higher fencing epoch as soon as the leader's lease lapses (--takeover-timeout, not
+    the session timeout), and the ids keep rising without ever being reused.
     """
     directory = directory or Path(tempfile.mkdtemp(prefix="sparkpoint-demo-"))
     console = Console()
@@ -82,6 +88,7 @@ def demo(
     options = DemoOptions(
         directory=directory,
         session_timeout_s=session_timeout,
+        takeover_timeout_s=takeover_timeout,
         kill_leader_every_s=kill_leader_every,
         kill_signal=signal.Signals[f"SIG{signal_name}"],
         duration_s=duration,

@@ -56,7 +56,8 @@ class DemoContender:
 class DemoOptions:
     directory: Path
     contenders: int = 3
-    session_timeout_s: float = 4.0
+    session_timeout_s: float = 10.0
+    takeover_timeout_s: float = 1.5
     kill_leader_every_s: float | None = None
     kill_signal: int = signal.SIGKILL
     duration_s: float | None = None
@@ -120,7 +121,8 @@ class Demo:
         command += ["--quorum", self.zk.connect_string, "--cluster-id", "demo"]
         command += ["--instance-id", contender.name, "--job", JOB, "--work-interval", "0.5"]
         command += ["--session-timeout", str(self.options.session_timeout_s)]
-        command += ["--renew-interval", "0.5", "--status", str(contender.status_path)]
+        command += ["--renew-interval", "0.25", "--status", str(contender.status_path)]
+        command += ["--takeover-timeout", str(self.options.takeover_timeout_s)]
         contender.proc = subprocess.Popen(
             command,
             stdout=log,
