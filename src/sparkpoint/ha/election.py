@@ -12,15 +12,12 @@ listener and znode watches only record what happened and wake that thread.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
 import time
 import uuid
 from typing import Any
-
-from kazoo.exceptions import NoNodeError
 
 from sparkpoint import metrics
 from sparkpoint.ha import translate
@@ -33,8 +30,10 @@ from sparkpoint.ha.errors import (
     PossiblyAppliedError,
 )
 from sparkpoint.ha.fencing import Fence, Op, bump_epoch, read_epoch
-from sparkpoint.ha.leader_info import LeaderInfo, sequence_of
+from sparkpoint.ha.latch import LatchQueue
+from sparkpoint.ha.leader_info import LeaderInfo
 from sparkpoint.ha.leadership import ContenderState, Leadership, LeadershipListener
+from sparkpoint.ha.lease import LeaseWatch
 
 log = logging.getLogger(__name__)
 
@@ -102,10 +101,13 @@ class ZooKeeperLeaderElection:
         self.lease_margin_s = (
             (takeover_timeout_s or 0.0) / 4 if lease_margin_s is None else lease_margin_s
         )
-        self._observed: tuple[object, ...] | None = None
-        self._observed_at = 0.0
-        self._latch_owners: dict[str, str] = {}
-        self._token = uuid.uuid4().hex  # finds our latch node again after an in-doubt create
+        self._lease = (
+            LeaseWatch(takeover_timeout_s, renew_interval_s) if takeover_timeout_s else None
+        )
+        # The token finds our latch node again after an in-doubt create.
+        self._latch = LatchQueue(
+            conn, uuid.uuid4().hex, instance_id, address
+        )  # finds our latch node again after an in-doubt create
         self._wake = threading.Condition()
         self._poked = False
         self._events: list[ConnectionState] = []
@@ -115,8 +117,6 @@ class ZooKeeperLeaderElection:
 
         self._state = ContenderState.STOPPED
         self._leadership: ZooKeeperLeadership | None = None
-        self._my_node: str | None = None
-        self._my_session: int | None = None
         self._suspended_since: float | None = None
         self._next_renewal = 0.0
         self._renewals = 0
@@ -169,7 +169,7 @@ class ZooKeeperLeaderElection:
             "epoch": lead.epoch if lead else None,
             "terms_won": self.terms_won,
             "demotions": list(self.demotions),
-            "latch_node": self._my_node,
+            "latch_node": self._latch.node,
             "can_act": lead.can_act() if lead else False,
             "lease_remaining_s": lead.lease_remaining() if lead else None,
         }
@@ -234,114 +234,28 @@ class ZooKeeperLeaderElection:
             self._step_down_request = None  # nothing to give up
         if self.conn.state is not ConnectionState.CONNECTED:
             return
-        node = self._ensure_latch_node()
-        latch = self.conn.paths.latch
-        with translate.reads("reading the election queue"):
-            children = sorted(
-                self.conn.retry(self.conn.client.get_children, latch), key=sequence_of
-            )
-        if node not in children:
-            self._my_node = None  # our node is gone (session change); queue again
+        children = self._latch.queue()
+        if children is None:
+            self._poke()  # the queue changed under us: look again at once
             return
-        stale = [c for c in children if c.startswith(f"c_{self._token}_") and c != node]
-        if stale:
-            # Left behind when we stepped down while disconnected. Waiting behind our own
-            # old node would deadlock the queue, so remove them and look again.
-            for old in stale:
-                with contextlib.suppress(ConflictError), translate.writes("removing a stale node"):
-                    self.conn.client.delete(f"{latch}/{old}")
-            self._poke()
-            return
-        if self.takeover_timeout_s is not None:
-            self._follow_lease(children, node)
-            return
-        position = children.index(node)
-        if position == 0:
-            self._try_lead()
-            return
-        with translate.reads("watching the election queue"):
-            predecessor = f"{latch}/{children[position - 1]}"
-            if self.conn.client.exists(predecessor, watch=self._poke) is None:
-                self._poke()  # gone already: look again at once
-
-    def _follow_lease(self, children: list[str], node: str) -> None:
-        """Take over when the leader's lease has lapsed (DESIGN.md section 3, leases).
-
-        The leader renews leader/info every renewal interval. A follower that sees no
-        renewal for the takeover timeout, on its own monotonic clock, takes over by a
-        compare-and-set on leader/epoch from the version it saw — so at most one follower
-        wins, and a leader that renewed after all keeps its epoch. The first contender in
-        line (leaving out the silent leader) goes first; each one behind it gives those
-        ahead a renewal interval's head start, so they rarely collide.
-        """
-        assert self.takeover_timeout_s is not None
-        paths = self.conn.paths
-        now = time.monotonic()
-        with translate.reads("reading the leader lease"):
-            try:
-                raw, _ = self.conn.retry(self.conn.client.get, paths.leader_info)
-            except NoNodeError:
-                raw = None
-            epoch_stat = self.conn.retry(self.conn.client.exists, paths.epoch)
-            self.conn.client.exists(paths.leader_info, watch=self._poke)  # wake on change
-        epoch = epoch_stat.version if epoch_stat is not None else None
-        info = LeaderInfo.from_bytes(raw) if raw else None
-        live = info is not None and info.epoch == epoch
-        observed: tuple[object, ...] = (
-            (info.instance_id, info.epoch, info.renewals) if live and info else ("none", epoch)
-        )
-        if observed != self._observed:
-            self._observed, self._observed_at = observed, now
-        waited = now - self._observed_at
-        if live and waited < self.takeover_timeout_s:
-            return  # a leader renews its lease
-        leader_id = info.instance_id if live and info else None
-        candidates = [c for c in children if self._latch_owner(c) != leader_id]
-        if node not in candidates:
-            return
-        # A leader that just won the epoch publishes its info one round trip later: give
-        # it a moment before treating "no info" as "no leader".
-        head_start = self.takeover_timeout_s if live else min(0.1, self.renew_interval_s)
-        if waited >= head_start + candidates.index(node) * self.renew_interval_s:
-            why = f"lease of {leader_id} lapsed {waited:.2f} s ago" if live else "no leader"
-            log.info("%s: %s; taking over", self.instance_id, why)
-            self._try_lead(seen_epoch=epoch)
-
-    def _latch_owner(self, node: str) -> str | None:
-        if node not in self._latch_owners:
-            try:
-                with translate.reads("reading a latch node"):
-                    raw, _ = self.conn.retry(
-                        self.conn.client.get, f"{self.conn.paths.latch}/{node}"
-                    )
-                self._latch_owners[node] = json.loads(raw.decode())["instance_id"]
-            except (NoNodeError, ValueError, KeyError):
-                return None
-        return self._latch_owners[node]
-
-    def _ensure_latch_node(self) -> str:
-        session = self.conn.session_id
-        if self._my_node is not None and self._my_session == session:
-            return self._my_node
-        latch = self.conn.paths.latch
-        data = json.dumps({"instance_id": self.instance_id, "address": self.address}).encode()
-        prefix = f"c_{self._token}_"
-        try:
-            with translate.writes("joining the election"):
-                path = self.conn.client.create(
-                    f"{latch}/{prefix}", data, ephemeral=True, sequence=True, makepath=True
+        node = self._latch.node
+        assert node is not None
+        if self._lease is not None:
+            view = self._lease.look(self.conn, self._poke)
+            candidates = [c for c in children if self._latch.owner(c) != view.leader_id]
+            if node in candidates and self._lease.may_take_over(view, candidates.index(node)):
+                why = (
+                    f"lease of {view.leader_id} lapsed {view.silent_for:.2f} s ago"
+                    if view.leader_id
+                    else "no leader"
                 )
-            node = path.rsplit("/", 1)[1]
-        except PossiblyAppliedError:
-            # Kazoo's lock recipe does the same: find the node by our token, if it was made.
-            with translate.reads("looking for our latch node"):
-                children = self.conn.retry(self.conn.client.get_children, latch)
-            mine = [c for c in children if c.startswith(prefix)]
-            if not mine:
-                raise
-            node = mine[0]
-        self._my_node, self._my_session = node, session
-        return node
+                log.info("%s: %s; taking over", self.instance_id, why)
+                self._try_lead(seen_epoch=view.epoch)
+            return
+        if children[0] == node:
+            self._try_lead()
+        else:
+            self._latch.watch_predecessor(children, self._poke)
 
     def _try_lead(self, seen_epoch: int | None = None) -> None:
         seen = read_epoch(self.conn) if seen_epoch is None else seen_epoch
@@ -500,19 +414,8 @@ class ZooKeeperLeaderElection:
         try:
             self._listener.leadership_revoked(lead, reason)
         finally:
-            self._leave_queue()
+            self._latch.leave(self.instance_id)
             self._state = ContenderState.FOLLOWER
-
-    def _leave_queue(self) -> None:
-        """Delete our latch node so we queue again at the back (and a successor moves up)."""
-        node, self._my_node = self._my_node, None
-        if node is None or self.conn.state is not ConnectionState.CONNECTED:
-            return
-        try:
-            with translate.writes("leaving the election queue"):
-                self.conn.client.delete(f"{self.conn.paths.latch}/{node}")
-        except (HAError, NoNodeError) as exc:
-            log.info("%s: latch node %s not deleted: %s", self.instance_id, node, exc)
 
     def _leave(self) -> None:
         lead = self._leadership
@@ -522,7 +425,7 @@ class ZooKeeperLeaderElection:
             except HAError as exc:
                 log.info("%s: leader info not released: %s", self.instance_id, exc)
         self._step_down("stopping")
-        self._leave_queue()
+        self._latch.leave(self.instance_id)
 
 
 def _now_ms() -> int:
