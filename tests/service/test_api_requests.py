@@ -38,7 +38,7 @@ def _service(tmp_path: Path, quorum: str, cluster_id: str, **extra: str) -> Serv
         environ={},
     )
     service = start_service(config)
-    wait_until(lambda: service.replica.is_ready(), timeout=20, message="replica leads")
+    wait_until(service.replica.is_ready, timeout=20, message="replica leads")
     return service
 
 
@@ -97,22 +97,29 @@ def refused(response: httpx.Response, status: int, code: str) -> None:
 def test_bad_acks_change_nothing(service, http, observer, tmp_path) -> None:
     register(http)
     cid = http.post(f"/v1/jobs/{JOB}/checkpoints").json()["checkpoint_id"]
-    assert http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(("source", 0))).json()[
-        "remaining"
-    ] == 3
+    assert (
+        http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(("source", 0))).json()[
+            "remaining"
+        ]
+        == 3
+    )
     before = snapshot(service, observer, tmp_path)
 
+    acks = f"/v1/jobs/{JOB}/checkpoints/{cid}/acks"
+    bad_handle = {"operator_uid": "count", "subtask": 0, "state": {"keyed": [{"key_groups": [0]}]}}
     cases = [
         (f"/v1/jobs/nope/checkpoints/{cid}/acks", ack_body(("source", 1)), 404, "unknown_job"),
-        (f"/v1/jobs/{JOB}/checkpoints/999/acks", ack_body(("source", 1)), 404, "unknown_checkpoint"),
-        (f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", ack_body(("source", 0)), 409, "duplicate_ack"),
+        (f"/v1/jobs/{JOB}/checkpoints/999/acks", ack_body(("source", 1)), 404,
+         "unknown_checkpoint"),
+        (acks, ack_body(("source", 0)), 409, "duplicate_ack"),
         # all or nothing: a good ack beside a duplicate is not applied either
-        (f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", ack_body(("count", 0), ("source", 0)), 409, "duplicate_ack"),
-        (f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", ack_body(("source", 7)), 422, "unexpected_subtask"),
-        (f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", ack_body(("nosuch", 0)), 422, "unexpected_subtask"),
-        (f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", {"acks": [{"operator_uid": "count", "subtask": 0, "state": {"keyed": [{"key_groups": [0]}]}}]}, 422, "invalid_request"),
-        (f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", {"acks": "no"}, 422, "invalid_request"),
-        (f"/v1/jobs/{JOB}/checkpoints/{cid}/decline", {"operator_uid": "x", "subtask": 0}, 422, "unexpected_subtask"),
+        (acks, ack_body(("count", 0), ("source", 0)), 409, "duplicate_ack"),
+        (acks, ack_body(("source", 7)), 422, "unexpected_subtask"),
+        (acks, ack_body(("nosuch", 0)), 422, "unexpected_subtask"),
+        (acks, {"acks": [bad_handle]}, 422, "invalid_request"),
+        (acks, {"acks": "no"}, 422, "invalid_request"),
+        (f"/v1/jobs/{JOB}/checkpoints/{cid}/decline", {"operator_uid": "x", "subtask": 0}, 422,
+         "unexpected_subtask"),
     ]  # fmt: skip
     for path, body, status, code in cases:
         refused(http.post(path, json=body), status, code)
@@ -189,16 +196,17 @@ def test_storage_failure_fails_only_that_checkpoint(service, http, observer, tmp
 
     second = http.post(f"/v1/jobs/{JOB}/checkpoints").json()["checkpoint_id"]
     assert second > first
-    assert http.post(f"/v1/jobs/{JOB}/checkpoints/{second}/acks", json=ack_body(*ALL)).json()[
-        "status"
-    ] == "completed"
+    assert (
+        http.post(f"/v1/jobs/{JOB}/checkpoints/{second}/acks", json=ack_body(*ALL)).json()["status"]
+        == "completed"
+    )
     stored = ZooKeeperCompletedCheckpointStore(observer, JOB, None).recover()
     assert [p.checkpoint_id for p in stored] == [second]
     assert (tmp_path / "checkpoints" / JOB / f"chk-{second}" / "_metadata").is_file()
 
 
 def test_follower_redirects_and_answers_status(
-    service, http, observer, tmp_path, zk_server, cluster_id
+    service, http, observer, tmp_path, zk_server, *, cluster_id
 ) -> None:
     register(http)
     cid = http.post(f"/v1/jobs/{JOB}/checkpoints").json()["checkpoint_id"]
@@ -229,8 +237,9 @@ def test_follower_redirects_and_answers_status(
             assert f.get("/readyz").status_code == 200
             service.replica.stop()  # the leader leaves; nobody else contends
             gone = wait_until(
-                lambda: (r := f.post(f"/v1/jobs/{JOB}/heartbeat", json={})).status_code == 503
-                and r,
+                lambda: (
+                    (r := f.post(f"/v1/jobs/{JOB}/heartbeat", json={})).status_code == 503 and r
+                ),
                 timeout=20,
                 message="503 while there is no leader",
             )
@@ -254,5 +263,5 @@ def _follower(tmp_path: Path, quorum: str, cluster_id: str) -> Service:
         environ={},
     )
     svc = start_service(config)
-    wait_until(lambda: svc.replica.is_ready(), timeout=20, message="follower ready")
+    wait_until(svc.replica.is_ready, timeout=20, message="follower ready")
     return svc
