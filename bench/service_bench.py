@@ -191,9 +191,9 @@ def failover(quorum: str, runs: int, session_s: float, root: Path) -> None:
     print(f"\n2. kill -9 → first checkpoint by the new leader (session timeout {session_s:g} s)")
     times = [one_failover(quorum, root / f"f{i}", session_s) for i in range(runs)]
     for t in times:
-        print(f"   {t:6.2f} s  = {t / session_s:.2f} × session timeout")
+        print(f"   {t:6.2f} s  = {t / session_s:.2f} x session timeout")
     med = statistics.median(times)
-    print(f"   median {med:.2f} s = {med / session_s:.2f} × session timeout")
+    print(f"   median {med:.2f} s = {med / session_s:.2f} x session timeout")
 
 
 def main() -> None:
