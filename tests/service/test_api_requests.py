@@ -4,17 +4,22 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from sparkpoint.checkpoint import JobGraph, OperatorSpec, OperatorSubtaskState
+from sparkpoint.client import CoordinatorClient, Invalid, NotFound
 from sparkpoint.config import load_config
 from sparkpoint.ops.zookeeper import LocalZooKeeper
 from sparkpoint.service import Service, start_service
 from sparkpoint.service.api.limits import MAX_BODY_BYTES
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
+from tests.coordinator.support import keyed_state
 from tests.support.waiting import wait_until
 
 from .support import make_graph
@@ -265,3 +270,54 @@ def _follower(tmp_path: Path, quorum: str, cluster_id: str) -> Service:
     svc = start_service(config)
     wait_until(svc.replica.is_ready, timeout=20, message="follower ready")
     return svc
+
+
+def test_restore_plan_rescales_from_the_latest_checkpoint(service, http) -> None:
+    client = CoordinatorClient(service.address, retry_for_s=10)
+    try:
+        graph = make_graph(JOB)
+        client.register_job(graph, {"interval_ms": 3_600_000})
+        assert client.restore_plan(JOB, graph).restored is None  # nothing yet: first start
+        cid = client.trigger_checkpoint(JOB)
+        acks = [
+            (op.uid, i, keyed_state(i, op.parallelism) if op.keyed else OperatorSubtaskState())
+            for op in graph.operators
+            for i in range(op.parallelism)
+        ]
+        assert client.acknowledge(JOB, cid, acks)["status"] == "completed"
+
+        wider = make_graph(JOB, parallelism=3)
+        answer = client.restore_plan(JOB, wider)
+        assert answer.restored is not None and answer.restored["checkpoint_id"] == cid
+        assert answer.plan is not None and answer.plan.checkpoint_id == cid
+        count = answer.plan.operators["count"]
+        assert count.old_parallelism == 2 and count.parallelism == 3
+        covered = [g for s in count.subtasks for h in s.keyed for g in h.key_group_range]
+        assert sorted(covered) == list(range(128))  # every key group lands somewhere
+        overview = client.checkpoints(JOB)
+        assert overview["counts"]["restored"] == 1
+        assert overview["latest"]["restored"]["id"] == cid
+
+        other_max = JobGraph(
+            JOB,
+            (OperatorSpec("source", 2, 128), OperatorSpec("count", 2, 256, keyed=True)),
+        )
+        with pytest.raises(Invalid) as refused_plan:
+            client.restore_plan(JOB, other_max)
+        assert refused_plan.value.code == "restore_validation"
+        assert "count" in refused_plan.value.message
+        with pytest.raises(NotFound):
+            client.restore_plan("nope", graph)
+        assert client.trigger_checkpoint(JOB) > cid
+    finally:
+        client.close()
+
+
+def test_client_imports_no_kazoo_pyspark_or_service() -> None:
+    code = (
+        "import sys, sparkpoint.client\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('kazoo', 'pyspark')"
+        " or m.startswith('sparkpoint.service') or m.startswith('sparkpoint.ha')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
