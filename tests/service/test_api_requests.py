@@ -321,3 +321,40 @@ def test_client_imports_no_kazoo_pyspark_or_service() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_stop_with_savepoint_finishes_the_job(service, http, observer, tmp_path) -> None:
+    client = CoordinatorClient(service.address, retry_for_s=10)
+    try:
+        graph = make_graph(JOB)
+        client.register_job(graph, {"interval_ms": 3_600_000})
+        target = tmp_path / "elsewhere"
+        sid = client.trigger_savepoint(JOB, str(target), stop=True)
+        beat = client.heartbeat(JOB, 0)
+        trigger = next(n for n in beat.notifications if n.checkpoint_id == sid)
+        assert (trigger.type, trigger.kind, trigger.stop) == ("trigger", "savepoint", True)
+        assert trigger.directory and trigger.directory.startswith(str(target))
+        refused(http.post(f"/v1/jobs/{JOB}/checkpoints"), 409, "trigger_rejected")
+        acks = [
+            (op.uid, i, OperatorSubtaskState())
+            for op in graph.operators
+            for i in range(op.parallelism)
+        ]
+        assert client.acknowledge(JOB, sid, acks)["status"] == "completed"
+        beat = client.heartbeat(JOB, trigger.seq)
+        done = next(n for n in beat.notifications if n.type == "complete")
+        assert done.checkpoint_id == sid and done.stop and done.metadata_uri
+        assert beat.job_status == "FINISHED"
+        assert (Path(trigger.directory) / "_metadata").is_file()
+        # Savepoints stay out of the store; the registry learns the job is over.
+        assert ZooKeeperCompletedCheckpointStore(observer, JOB, None).recover() == []
+        wait_until(
+            lambda: (
+                json.loads(observer.client.get(observer.paths.job(JOB))[0])["status"] == "FINISHED"
+            ),
+            timeout=10,
+            message="FINISHED written to the job registry",
+        )
+        assert client.register_job(graph, {"interval_ms": 3_600_000})["status"] == "RUNNING"
+    finally:
+        client.close()
