@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -358,3 +359,47 @@ def test_stop_with_savepoint_finishes_the_job(service, http, observer, tmp_path)
         assert client.register_job(graph, {"interval_ms": 3_600_000})["status"] == "RUNNING"
     finally:
         client.close()
+
+
+def test_job_without_heartbeats_is_disconnected_and_not_triggered(
+    tmp_path, zk_server, cluster_id
+) -> None:
+    service = _service(
+        tmp_path, zk_server.connect_string, cluster_id, **{"heartbeat.timeout": "400 ms"}
+    )
+    try:
+        with httpx.Client(base_url=service.address, timeout=10) as http:
+            # Checkpoints every 50 ms that nobody acknowledges expire after 200 ms.
+            register(http, interval_ms=50, timeout_ms=200, tolerable_failures=1_000_000)
+
+            def overview() -> dict:
+                return http.get(f"/v1/jobs/{JOB}/checkpoints").json()
+
+            def connected() -> bool:
+                return http.get("/v1/jobs").json()["jobs"][0]["connected"]
+
+            assert not connected() and overview()["counts"]["total"] == 0
+            http.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0})
+            wait_until(lambda: overview()["counts"]["total"] >= 2, timeout=10, message="triggers")
+            wait_until(lambda: not connected(), timeout=10, message="driver marked disconnected")
+            # Every pending checkpoint still expires while disconnected ...
+            wait_until(
+                lambda: overview()["counts"]["in_progress"] == 0,
+                timeout=10,
+                message="pending checkpoints expire",
+            )
+            total = overview()["counts"]["total"]
+            # ... but over ten more intervals none is triggered (a window, not a sync point).
+            window_end = time.monotonic() + 0.5
+            wait_until(lambda: time.monotonic() > window_end, timeout=5, message="window")
+            quiet = overview()["counts"]
+            assert quiet["total"] == total and quiet["failed"] == total
+            assert quiet["in_progress"] == 0
+            http.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0})
+            wait_until(
+                lambda: overview()["counts"]["total"] > total,
+                timeout=10,
+                message="triggering resumes with the driver",
+            )
+    finally:
+        service.stop()

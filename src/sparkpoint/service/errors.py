@@ -1,13 +1,14 @@
-"""Why the service refuses a request, beyond what the coordinator itself refuses."""
+"""Why the service refuses a request, beyond what the coordinator itself refuses.
+
+Each has a machine-readable ``code``; which HTTP status it becomes is the REST layer's
+business (``service.api.errors``).
+"""
 
 from __future__ import annotations
 
 
 class ServiceError(Exception):
-    """Base: ``code`` is the machine-readable error of the API reply."""
-
     code = "error"
-    status = 500
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -15,36 +16,29 @@ class ServiceError(Exception):
 
 
 class UnknownJobError(ServiceError):
-    code, status = "unknown_job", 404
+    code = "unknown_job"
 
 
 class UnknownCheckpointIdError(ServiceError):
-    code, status = "unknown_checkpoint", 404
+    code = "unknown_checkpoint"
 
 
 class JobGraphConflictError(ServiceError):
-    code, status = "job_graph_conflict", 409
+    code = "job_graph_conflict"
 
 
 class InvalidRequestError(ServiceError):
-    code, status = "invalid_request", 422
+    code = "invalid_request"
 
 
 class NotLeaderError(ServiceError):
-    """This replica does not act as leader now. ``leader_address``: where to redirect
-    (None: no leader is known, answer 503)."""
+    """This replica does not act as leader now. ``leader_address``: where the leader is
+    (None: no leader is known)."""
 
-    code, status = "no_leader", 503
+    code = "no_leader"
 
     def __init__(self, message: str, *, leader_address: str | None = None, code: str = "") -> None:
         super().__init__(message)
         self.leader_address = leader_address
         if code:
             self.code = code
-
-
-class LeadershipLostError(ServiceError):
-    """A coordination error (fenced, disconnected, in doubt) ended this replica's term
-    while the request was handled."""
-
-    code, status = "leadership_lost", 503

@@ -28,7 +28,14 @@ from sparkpoint.coordinator import (
 )
 from sparkpoint.ha import HAError
 from sparkpoint.recovery import CheckpointLoadError, RestoreValidationError
-from sparkpoint.service.errors import NotLeaderError, ServiceError
+from sparkpoint.service.errors import (
+    InvalidRequestError,
+    JobGraphConflictError,
+    NotLeaderError,
+    ServiceError,
+    UnknownCheckpointIdError,
+    UnknownJobError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +48,15 @@ _COORDINATOR = (
     (InvalidSubtaskStateError, 422, "invalid_state"),
     (TriggerRejectedError, 409, "trigger_rejected"),
 )
+
+
+#: The service's own refusals by type.
+_SERVICE_STATUS: dict[type[ServiceError], int] = {
+    UnknownJobError: 404,
+    UnknownCheckpointIdError: 404,
+    JobGraphConflictError: 409,
+    InvalidRequestError: 422,
+}
 
 
 def error(status: int, code: str, message: str, *, retry: bool = False) -> JSONResponse:
@@ -66,7 +82,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceError)
     async def service_error(_: Request, exc: ServiceError) -> Response:
-        return error(exc.status, exc.code, exc.message, retry=exc.status == 503)
+        return error(_SERVICE_STATUS.get(type(exc), 500), exc.code, exc.message)
 
     for exc_type, status, code in _COORDINATOR:
 
