@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import uvicorn
 
+from sparkpoint import metrics
 from sparkpoint.config import Config
 from sparkpoint.ha import (
     EmbeddedLeaderElection,
@@ -54,10 +55,15 @@ class _EmbeddedListener:
 
     def leadership_granted(self, leadership: Leadership) -> None:
         self._backend.leadership = leadership
+        metrics.IS_LEADER.set(1)  # the ZooKeeper election records these itself
+        metrics.LEADER_EPOCH.set(leadership.epoch)
+        metrics.LEADER_CHANGES.inc()
         self._replica.leadership_granted(leadership)
 
     def leadership_revoked(self, leadership: Leadership, reason: str) -> None:
         self._backend.leadership = None
+        metrics.IS_LEADER.set(0)
+        metrics.LEADER_CHANGES.inc()
         self._replica.leadership_revoked(leadership, reason)
 
 
