@@ -104,6 +104,20 @@ def spawn_replica(
     return ReplicaProcess(name, port, proc, log_path)
 
 
+def spawn_embedded(directory: Path, name: str) -> ReplicaProcess:
+    """`sparkpoint coordinator run --embedded`: one process, no ZooKeeper."""
+    directory.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log_path = directory / f"{name}.log"
+    command = [
+        SPARKPOINT, "coordinator", "run", "--embedded", "--port", str(port),
+        "--set", f"state.checkpoints.dir={directory / 'checkpoints'}",
+    ]  # fmt: skip
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    return ReplicaProcess(name, port, proc, log_path)
+
+
 def make_graph(job_id: str, parallelism: int = 2) -> JobGraph:
     return JobGraph(
         job_id,

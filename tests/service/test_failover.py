@@ -64,6 +64,10 @@ def test_kill_9_leader_new_leader_continues_without_reregistration(replicas, obs
         assert not never_done & set(driver.completed_ids())
         assert driver.registrations == 1
         assert read_leader(observer).instance_id == new.name
+        assert new.metric("sparkpoint_is_leader") == 1
+        assert new.metric(f'sparkpoint_checkpoints_completed_total{{job="{JOB}"}}') >= 3
+        follower = next(p for p in procs if p not in (old, new))
+        assert follower.metric("sparkpoint_is_leader") == 0
         assert_history_sound(driver, observer)
     finally:
         driver.stop()
@@ -144,3 +148,21 @@ def test_zombie_leader_completes_nothing_and_steps_down(replicas, observer) -> N
         assert_history_sound(driver, observer)
     finally:
         driver.stop()
+
+
+def test_embedded_replica_serves_and_exits_cleanly_on_sigterm(tmp_path) -> None:
+    from .support import spawn_embedded
+
+    replica = spawn_embedded(tmp_path, "solo")
+    try:
+        wait_leader([replica])
+        driver = Driver([replica.address], make_graph(JOB)).start()
+        try:
+            wait_until(lambda: len(driver.completed) >= 2, timeout=30, message="checkpoints")
+        finally:
+            driver.stop()
+        assert httpx.get(f"{replica.address}/readyz", timeout=5).status_code == 200
+        replica.signal(signal.SIGTERM)
+        assert replica.proc.wait(20) == 0, replica.log()
+    finally:
+        replica.kill()
