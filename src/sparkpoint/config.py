@@ -230,13 +230,6 @@ class HASettings:
         "high-availability.instance-id", parse_str, "",
         "Name of this replica in leader/info (default: host name and process id).",
     )  # fmt: skip
-    renew_interval_s: float = _key(
-        "high-availability.leader-election.renew-interval", parse_duration, 1.0,
-        "How often the leader renews leader/info with a fenced write (its lease).",
-    )  # fmt: skip
-
-    def __post_init__(self) -> None:
-        _check_range(self, "renew_interval_s", 0.01, 60.0)
 
 
 @dataclass(frozen=True, slots=True)

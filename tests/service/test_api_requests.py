@@ -34,7 +34,8 @@ def _service(tmp_path: Path, quorum: str, cluster_id: str, **extra: str) -> Serv
             "high-availability.zookeeper.quorum": quorum,
             "high-availability.cluster-id": cluster_id,
             "high-availability.zookeeper.client.session-timeout": "2 s",
-            "high-availability.leader-election.renew-interval": "100 ms",
+            "high-availability.lease.renew-interval": "100 ms",
+            "high-availability.lease.takeover-timeout": "1 s",
             "rest.port": "0",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
             "state.savepoints.dir": str(tmp_path / "savepoints"),
@@ -271,6 +272,8 @@ def _follower(tmp_path: Path, quorum: str, cluster_id: str) -> Service:
             "high-availability.zookeeper.quorum": quorum,
             "high-availability.cluster-id": cluster_id,
             "high-availability.type": "zookeeper",
+            # No lease: with the leader gone, only the election queue decides (blocked).
+            "high-availability.lease.takeover-timeout": "0 s",
             "rest.port": "0",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
         },

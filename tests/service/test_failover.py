@@ -76,7 +76,12 @@ def test_kill_9_leader_new_leader_continues_without_reregistration(replicas, obs
 @pytest.mark.slow
 def test_sigterm_hands_over_without_waiting_for_the_session(replicas, observer) -> None:
     session_timeout = 20.0  # a handover that waited for expiry would blow the deadline
-    procs = [replicas(f"t{i}", session_timeout=f"{session_timeout:g} s") for i in range(2)]
+    # No lease either: only the released leadership can make the handover quick.
+    no_lease = {"high-availability.lease.takeover-timeout": "0 s"}
+    procs = [
+        replicas(f"t{i}", session_timeout=f"{session_timeout:g} s", settings=no_lease)
+        for i in range(2)
+    ]
     old = wait_leader(procs)
     driver = Driver([p.address for p in procs], make_graph(JOB)).start()
     try:
