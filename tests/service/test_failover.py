@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from sparkpoint.ha import ZooKeeperConnection, read_leader
+from sparkpoint.ha import ZooKeeperConnection, list_contenders, read_leader
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.support.waiting import wait_until
 
@@ -122,6 +122,12 @@ def test_zombie_leader_completes_nothing_and_steps_down(replicas, observer) -> N
             ),
             timeout=30,
             message="the other replica takes over while the leader is stopped",
+        )
+        # Past its session timeout: ZooKeeper dropped its ephemeral latch node.
+        wait_until(
+            lambda: zombie.name not in {c.instance_id for c in list_contenders(observer)},
+            timeout=30,
+            message="the stopped leader's session expires",
         )
         driver.acking.set()
         wait_until(
