@@ -57,6 +57,27 @@ def metric_names(promql: str) -> set[str]:
     return set(_METRIC_NAME.findall(promql))
 
 
+# Labels Prometheus attaches to every scraped series (a ServiceMonitor adds the last four).
+TARGET_LABELS = frozenset(
+    {"job", "instance", "namespace", "pod", "service", "endpoint", "container"}
+)
+_SELECTOR = re.compile(r"\b(sparkpoint_[a-z0-9_]+)\s*\{([^}]*)\}")
+_MATCHER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)")
+
+
+def unknown_selector_labels(promql: str) -> set[str]:
+    """Labels a selector matches on that its series never carries once scraped (the
+    exporter's own `job` label arrives as `exported_job`)."""
+    exported = exported_series()
+    unknown = set()
+    for name, matchers in _SELECTOR.findall(promql):
+        own = {"exported_job" if label == "job" else label for label in exported.get(name, ())}
+        for label in _MATCHER.findall(matchers):
+            if label not in own | TARGET_LABELS:
+                unknown.add(f"{name}{{{label}}}")
+    return unknown
+
+
 def load_alert_rules() -> list[dict[str, Any]]:
     groups = yaml.safe_load(ALERTS.read_text())["groups"]
     return [rule | {"group": group["name"]} for group in groups for rule in group["rules"]]
