@@ -324,6 +324,10 @@ def test_notes_tell_how_to_reach_the_leader() -> None:
         ({"zookeeper": {"sessionTimeout": "soon"}}, "/zookeeper/sessionTimeout"),
         ({"storage": {"checkpointsDir": "checkpoints"}}, "/storage/checkpointsDir"),
         ({"updateStrategy": {"type": "OnDelete"}}, "/updateStrategy/type"),
+        (
+            {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}},
+            "/updateStrategy/rollingUpdate/maxUnavailable",
+        ),
         ({"replicas": 3}, "replicas"),  # a typo of replicaCount
         ({"zookeeper": {"acl": "creator"}}, "zookeeper.auth.existingSecret"),
         ({"config": {"rest.address": "http://x:1"}}, "set per pod by the chart"),
