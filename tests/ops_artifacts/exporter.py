@@ -2,11 +2,9 @@
 with ``sparkpoint.metrics`` imported, over prometheus-client's own HTTP server.
 
 ``--samples`` records a sample of every metric first (what a busy coordinator would show).
-With ``--contend`` the rest of the arguments go to ``sparkpoint.ops.contender``: a real
-election contender, whose leadership and ZooKeeper metrics are then the ones served.
+A separate process, so that the test process' own metrics stay untouched.
 
     python -m tests.ops_artifacts.exporter --port-file PORT --samples
-    python -m tests.ops_artifacts.exporter --port-file PORT --contend --quorum ... --instance-id a
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from pathlib import Path
 from prometheus_client import start_http_server
 
 from sparkpoint import metrics
-from sparkpoint.ops import contender
 
 
 def record_samples() -> None:
@@ -47,23 +44,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.ops_artifacts.exporter")
     parser.add_argument("--port-file", required=True, help="where to write the port")
     parser.add_argument("--samples", action="store_true", help="record a sample of each")
-    parser.add_argument("--contend", action="store_true", help="run a contender as well")
-    args, rest = parser.parse_known_args()
+    args = parser.parse_args()
     if args.samples:
         record_samples()
     server, _ = start_http_server(0, addr="127.0.0.1")
     port_file = Path(args.port_file)
     port_file.with_suffix(".tmp").write_text(str(server.server_address[1]))
     port_file.with_suffix(".tmp").replace(port_file)
-    try:
-        if args.contend:
-            return contender.main(rest)
-        stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        stop.wait()
-        return 0
-    finally:
-        server.shutdown()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
+    server.shutdown()
+    return 0
 
 
 if __name__ == "__main__":

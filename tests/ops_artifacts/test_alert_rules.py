@@ -3,14 +3,11 @@ metrics the service exports."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import yaml
 
 from tests.ops_artifacts.artifacts import (
     ALERTS,
-    OPERATIONS_DOC,
     RULE_TESTS,
     exported_series,
     load_alert_rules,
@@ -71,25 +68,6 @@ def test_each_alert_has_severity_summary_description_and_runbook(rule: dict) -> 
     for key in ("summary", "description"):
         assert "{{ $labels." in annotations[key], f"{key} does not name the alert's labels"
     assert annotations["runbook_url"] == f"docs/operations.md#{rule['alert'].lower()}"
-
-
-def _anchors(markdown: str) -> set[str]:
-    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
-    anchors = set()
-    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*$", markdown, flags=re.MULTILINE):
-        text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
-        anchors.add(text.replace(" ", "-"))
-    return anchors
-
-
-def test_every_runbook_url_points_at_a_section_of_the_operations_guide() -> None:
-    anchors = _anchors(OPERATIONS_DOC.read_text())
-    missing = {
-        rule["alert"]: rule["annotations"]["runbook_url"]
-        for rule in RULES
-        if rule["annotations"]["runbook_url"].partition("#")[2] not in anchors
-    }
-    assert missing == {}
 
 
 def test_rules_read_only_metrics_the_service_exports() -> None:
