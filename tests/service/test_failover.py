@@ -108,7 +108,9 @@ def test_zombie_leader_completes_nothing_and_steps_down(replicas, observer) -> N
         zombie.signal(signal.SIGSTOP)
         survivor = next(p for p in procs if p is not zombie)
         wait_until(
-            lambda: (info := read_leader(observer)) is not None and info.instance_id == survivor.name,
+            lambda: (
+                (info := read_leader(observer)) is not None and info.instance_id == survivor.name
+            ),
             timeout=30,
             message="the other replica takes over while the leader is stopped",
         )

@@ -23,10 +23,13 @@ def _register_commands() -> None:
     from sparkpoint.ops.cli_metadata import metadata_group
     from sparkpoint.ops.cli_restore import restore
     from sparkpoint.ops.cli_service import coordinator_group
+    from sparkpoint.ops.cli_status import COMMANDS as STATUS_COMMANDS
 
     main.add_command(metadata_group)
     main.add_command(restore)
     main.add_command(coordinator_group)
+    for command in STATUS_COMMANDS:
+        main.add_command(command)
 
 
 _register_commands()
