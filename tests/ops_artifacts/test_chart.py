@@ -330,7 +330,10 @@ def test_notes_tell_how_to_reach_the_leader() -> None:
         ),
         ({"replicas": 3}, "replicas"),  # a typo of replicaCount
         ({"zookeeper": {"acl": "creator"}}, "zookeeper.auth.existingSecret"),
-        ({"config": {"rest.address": "http://x:1"}}, "set per pod by the chart"),
+        ({"config": {"rest.address": "http://x:1"}}, "config.rest.address cannot be set"),
+        ({"config": {"high-availability.type": "none"}}, "config.high-availability.type"),
+        ({"config": {"rest.port": 9000}}, "use service.port"),
+        ({"config": {"high-availability.zookeeper.client.digest-auth": "a:b"}}, "existingSecret"),
     ],
 )
 def test_bad_values_are_refused_with_the_key(values: dict[str, Any], complaint: str) -> None:
