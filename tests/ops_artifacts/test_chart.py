@@ -68,6 +68,8 @@ SMALL: dict[str, Any] = {
     "serviceAccount": {"create": False, "name": "shared"},
     "podDisruptionBudget": {"enabled": False},
     "storage": {"checkpointsDir": "/mnt/shared/checkpoints"},
+    "extraVolumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": "checkpoints"}}],
+    "extraVolumeMounts": [{"name": "shared", "mountPath": "/mnt/shared"}],
 }
 CASES = {"defaults": DEFAULTS, "production": PRODUCTION, "small": SMALL}
 

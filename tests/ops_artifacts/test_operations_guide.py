@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 
+import yaml
+
 from sparkpoint.config import all_keys
 from tests.ops_artifacts.artifacts import OPERATIONS_DOC, load_alert_rules
+from tests.ops_artifacts.chart import lint, render
 
 RULES = load_alert_rules()
 
@@ -35,3 +38,13 @@ def test_the_operations_guide_names_only_real_configuration_keys() -> None:
                            OPERATIONS_DOC.read_text()))  # fmt: skip
     assert named, "the guide names no configuration key"
     assert named - keys == set()
+
+
+def test_the_guides_values_file_renders_and_lints_clean() -> None:
+    blocks = re.findall(r"```yaml\n(# prod-values\.yaml\n.*?)```", OPERATIONS_DOC.read_text(), re.S)
+    assert len(blocks) == 1, "the guide's example values file is missing"
+    values = yaml.safe_load(blocks[0])
+    assert lint(values) == []
+    rendered = render(values)
+    assert rendered.one("StatefulSet")["spec"]["replicas"] == 3
+    assert rendered.one("PrometheusRule") and rendered.one("ServiceMonitor")
