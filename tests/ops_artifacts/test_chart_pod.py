@@ -1,6 +1,7 @@
 """The pod the chart renders, run outside Kubernetes: its command, its configuration file
 and its environment start a real coordinator against a real ZooKeeper, the probes the
-chart declares answer on the port it declares, and SIGTERM stops it cleanly."""
+chart declares answer on the port it declares, its /metrics page passes promtool, and
+SIGTERM stops it cleanly."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 from sparkpoint.ops.zookeeper import LocalZooKeeper, free_port
+from tests.ops_artifacts.artifacts import run_tool
 from tests.ops_artifacts.chart import NAMESPACE, render
 from tests.support.waiting import wait_until
 
@@ -79,8 +81,10 @@ def test_the_rendered_pod_runs_a_coordinator(tmp_path: Path, zk_server: LocalZoo
                 timeout=60, message=f"{probe} {path} to answer 200",
             )  # fmt: skip
             assert proc.poll() is None, log_path.read_text()
-        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-        assert "sparkpoint_is_leader 1.0" in metrics
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).content
+        assert b"sparkpoint_is_leader 1.0" in metrics
+        # The coordinator's own /metrics endpoint passes promtool's checks too.
+        assert run_tool("promtool", "check", "metrics", stdin=metrics).stdout.strip() == ""
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log_path.read_text()
     finally:
