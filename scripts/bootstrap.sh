@@ -21,3 +21,32 @@ fi
 sync_venv() {  # $@: extra flags for uv sync
     uv sync --frozen --python "$(command -v python3)" --quiet "$@"
 }
+
+install_promtool() {  # promtool and the Prometheus server check the alert rules
+    command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return 0
+    local sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null 2>&1 || {
+            echo "sparkpoint: promtool is missing; install it with: apt-get install -y prometheus" >&2
+            exit 1
+        }
+        sudo="sudo -n"
+    fi
+    echo "sparkpoint: installing Debian's prometheus package (promtool, prometheus)" >&2
+    # A policy-rc.d that says 101 keeps the package from starting its service.
+    local policy=/usr/sbin/policy-rc.d own_policy=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+        $sudo chmod 755 "$policy"
+        own_policy=1
+    fi
+    local status=0
+    { $sudo apt-get update -qq \
+        && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends prometheus; } >/dev/null || status=$?
+    if [ -n "$own_policy" ]; then $sudo rm -f "$policy"; fi
+    if [ "$status" != 0 ] || ! command -v promtool >/dev/null 2>&1; then
+        echo "sparkpoint: installing prometheus failed; try: apt-get install -y prometheus" >&2
+        exit 1
+    fi
+}

@@ -3,5 +3,6 @@
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/ha -x).
 source "$(dirname "$0")/bootstrap.sh"
 sync_venv
+install_promtool
 .venv/bin/ruff check src tests bench
 exec .venv/bin/python -m pytest "$@"
