@@ -133,7 +133,10 @@ def spawn(quorum: str, cluster: str, name: str, root: Path, session_s: float, ta
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), f"127.0.0.1:{port}"
 
 
-def one_failover(quorum: str, root: Path, session_s: float, takeover_s: float) -> float:
+def one_failover(
+    quorum: str, root: Path, session_s: float, takeover_s: float, sig: int = signal.SIGKILL
+) -> float:
+    """Seconds from signalling the leader to the first completion by the new leader."""
     cluster = f"f-{uuid.uuid4().hex[:8]}"
     root.mkdir(parents=True)
     procs = [spawn(quorum, cluster, f"r{i}", root / "chk", session_s, takeover_s) for i in range(2)]
@@ -174,7 +177,7 @@ def one_failover(quorum: str, root: Path, session_s: float, takeover_s: float) -
         epoch = leader["epoch"]
         victim = next(p for p, a in procs if leader["address"].endswith(a))
         killed = time.monotonic()
-        os.kill(victim.pid, signal.SIGKILL)
+        os.kill(victim.pid, sig)
         while not any(e > epoch for e, _ in completed):
             time.sleep(0.01)
         first = min(t for e, t in completed if e > epoch)
