@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -109,8 +110,20 @@ def _emit(opts: dict[str, Any], data: Any, table: Callable[[Any], None]) -> None
 @click.command("leader")
 @connection_options
 def leader_command(**opts: Any) -> None:
-    """Who leads (from leader/info), and every contender in election order."""
-    _emit(opts, _run(opts, lambda s: s.leader(), read_only=True), cli_tables.leader)
+    """Who leads, its fencing epoch and lease age, and every contender in election order.
+
+    The lease age is how long ago the leader last renewed its lease (by the wall clocks of
+    the leader and this machine); followers take over once it exceeds the takeover timeout.
+    """
+    _emit(opts, with_lease_age(_run(opts, lambda s: s.leader(), read_only=True)),
+          cli_tables.leader)  # fmt: skip
+
+
+def with_lease_age(data: dict[str, Any]) -> dict[str, Any]:
+    lead = data.get("leader")
+    if lead and lead.get("renewed_ms"):
+        lead["lease_age_ms"] = max(0, int(time.time() * 1000) - int(lead["renewed_ms"]))
+    return data
 
 
 @click.group("jobs")

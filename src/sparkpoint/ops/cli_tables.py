@@ -24,15 +24,23 @@ def leader(data: dict[str, Any]) -> None:
     console = _console()
     lead = data.get("leader")
     if lead:
+        lease = ""
+        if "lease_age_ms" in lead:
+            lease = (
+                f", lease renewed {lead['lease_age_ms'] / 1000:.1f} s ago "
+                f"({lead.get('renewals', 0)} renewals)"
+            )
         console.print(
             f"leader [bold]{lead['instance_id']}[/bold] at {lead['address']}, epoch "
-            f"{lead['epoch']}, since {_ts(lead['since_ms'])}"
+            f"{lead['epoch']}, since {_ts(lead['since_ms'])}{lease}"
         )
     else:
         console.print("[yellow]no leader[/yellow]")
-    table = Table("#", "instance", "address", "node")
+    leader_id = lead["instance_id"] if lead else None
+    table = Table("#", "instance", "role", "address", "node")
     for i, c in enumerate(data.get("contenders", [])):
-        table.add_row(str(i), c["instance_id"], c["address"], c["node"])
+        role = "leader" if c["instance_id"] == leader_id else "follower"
+        table.add_row(str(i), c["instance_id"], role, c["address"], c["node"])
     console.print(table)
 
 
