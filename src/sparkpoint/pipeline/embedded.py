@@ -7,6 +7,7 @@ complete ``chk-<id>`` on disk (``_metadata`` is written last, so that one is who
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 from sparkpoint.checkpoint import JobGraph
@@ -109,10 +110,8 @@ class EmbeddedChannel:
         return True
 
     def decline(self, checkpoint_id: int, operator_uid: str, subtask: int, reason: str) -> None:
-        try:
+        with suppress(UnknownCheckpointError, CheckpointFinishedError):
             self._require().decline(checkpoint_id, operator_uid, subtask, reason)
-        except (UnknownCheckpointError, CheckpointFinishedError):
-            pass
 
     def trigger_savepoint(self, target_dir: str | None = None, *, stop: bool = False) -> int:
         checkpoint_id = self._require().trigger_savepoint(target_dir, stop=stop)

@@ -21,6 +21,7 @@ import json
 import pickle
 import re
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,10 +69,9 @@ class SinkWriter:
         final = str(base.child(f"part-{stem}-{self.run_id}.jsonl"))
         fs = filesystem_for(in_progress)
         if not fs.exists(in_progress):
-            try:
+            # A concurrent attempt of the same task may have written the same bytes.
+            with suppress(FileAlreadyExists):
                 fs.write_atomic(in_progress, ("\n".join(lines) + "\n").encode())
-            except FileAlreadyExists:
-                pass  # a concurrent attempt of the same task wrote the same bytes
         return PendingFile(0, partition, in_progress, final)
 
 

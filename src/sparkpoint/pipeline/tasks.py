@@ -72,29 +72,19 @@ class EpochTask:
     snapshot_id: int | None = None
 
     def __call__(self, index: int, items: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
-        entries: dict[Any, dict[str, Any]] = {}
-        operator_state: dict[str, Any] | None = None
-        records: list[tuple[Any, Any, Any]] = []
-        for key, (tag, payload) in items:
-            if tag == STATE:
-                if isinstance(key, Slot):
-                    operator_state = payload
-                else:
-                    entries[key] = payload
-            else:
-                records.append((payload[0], key, payload[1]))
-        records.sort(key=lambda r: r[0])
-
+        entries, operator_state, records = _split_union(items)
         backend = KeyedStateBackend(entries)
         store = OperatorStateStore(operator_state)
         fn = self.function
         fn.initialize_state(InitializationContext(store, index, self.parallelism))
         fn.open(RuntimeContext(backend, index, self.parallelism, self.epoch))
         for kind, checkpoint_id in self.notices:
-            if kind == "complete":
-                fn.notify_checkpoint_complete(checkpoint_id)
-            else:
-                fn.notify_checkpoint_aborted(checkpoint_id)
+            notify = (
+                fn.notify_checkpoint_complete
+                if kind == "complete"
+                else fn.notify_checkpoint_aborted
+            )
+            notify(checkpoint_id)
         out: list[Any] = []
         ctx = Context(out, index, self.epoch)
         for _, key, value in records:
@@ -113,6 +103,26 @@ class EpochTask:
         for value in out:
             yield OUT_VALUE, None, value
         yield OUT_COUNT, index, len(records)
+
+
+def _split_union(
+    items: Iterable[tuple[Any, tuple[int, Any]]],
+) -> tuple[dict[Any, dict[str, Any]], dict[str, Any] | None, list[tuple[Any, Any, Any]]]:
+    """Keyed state entries, the operator state and the records of one union partition;
+    records sorted by (split, position)."""
+    entries: dict[Any, dict[str, Any]] = {}
+    operator_state: dict[str, Any] | None = None
+    records: list[tuple[Any, Any, Any]] = []
+    for key, (tag, payload) in items:
+        if tag == STATE:
+            if isinstance(key, Slot):
+                operator_state = payload
+            else:
+                entries[key] = payload
+        else:
+            records.append((payload[0], key, payload[1]))
+    records.sort(key=lambda r: r[0])
+    return entries, operator_state, records
 
 
 def only_state(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any]]:
