@@ -1,0 +1,51 @@
+"""Exactly-once with real processes dying: an executor JVM, and the driver itself."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.support.waiting import wait_until
+
+from . import processes
+
+pytestmark = pytest.mark.slow
+
+
+def test_executor_killed_mid_epoch(tmp_path: Path) -> None:
+    driver = processes.start_driver(tmp_path, master="local-cluster[2,1,1024]")
+    wait_until(
+        lambda: driver.latest().get("epoch", 0) >= 3,
+        timeout=180,
+        message="three epochs in local-cluster mode",
+    )
+    victims = processes.executor_pids(driver.proc.pid)
+    assert len(victims) == 2, victims
+    os.kill(victims[0], signal.SIGKILL)
+    killed_at = driver.latest()["epoch"]
+    assert driver.wait(timeout=300) == 0, driver.log.read_text()[-4000:]
+    final = driver.latest()
+    assert final.get("event") == "finished" and final["epoch"] > killed_at
+    assert processes.committed(tmp_path / "out") == processes.expected()
+
+
+def test_driver_killed_and_restarted_resumes_from_latest_checkpoint(tmp_path: Path) -> None:
+    first = processes.start_driver(tmp_path)
+    wait_until(
+        lambda: (first.latest().get("last_completed") or 0) >= 2,
+        timeout=180,
+        message="two completed checkpoints",
+    )
+    first.kill()
+    before = first.latest()
+    assert before.get("event") != "finished"
+
+    second = processes.start_driver(tmp_path)
+    assert second.wait(timeout=300) == 0, second.log.read_text()[-4000:]
+    started = [r for r in second.reports() if r.get("event") == "started"][-1]
+    assert started["restored_from"] is not None
+    assert started["restored_from"] >= before["last_completed"]
+    assert processes.committed(tmp_path / "out") == processes.expected()
