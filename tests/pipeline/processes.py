@@ -52,9 +52,10 @@ class DriverProcess:
     def wait(self, timeout: float) -> int:
         try:
             return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as exc:
             self.kill()
-            raise AssertionError(f"driver did not finish; log:\n{self.log.read_text()[-4000:]}")
+            tail = self.log.read_text()[-4000:]
+            raise AssertionError(f"driver did not finish; log:\n{tail}") from exc
 
 
 def start_driver(work: Path, *extra: str, master: str = "local[2]") -> DriverProcess:
