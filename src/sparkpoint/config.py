@@ -181,13 +181,164 @@ class StoreSettings:
         _check_range(self, "max_retained", 1, 10_000)
 
 
+def parse_ha_type(key: str, value: object) -> str:
+    text = str(value).strip().lower()
+    if text not in {"zookeeper", "none"}:
+        raise ConfigError(key, value, "expected 'zookeeper' or 'none' (embedded, one process)")
+    return text
+
+
+def parse_port(key: str, value: object) -> int:
+    port = parse_int(key, value)
+    if not 0 <= port <= 65535:
+        raise ConfigError(key, value, "expected a port in 0..65535 (0: any free port)")
+    return port
+
+
+def parse_dir(key: str, value: object) -> str:
+    text = str(value).strip()
+    if text and not (text.startswith("/") or "://" in text):
+        raise ConfigError(key, value, "expected an absolute path or a file://, hdfs:// URI")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class HASettings:
+    type: str = _key(
+        "high-availability.type", parse_ha_type, "zookeeper",
+        "'zookeeper' (replicas elect a leader) or 'none' (embedded: one process, in memory).",
+    )  # fmt: skip
+    instance_id: str = _key(
+        "high-availability.instance-id", parse_str, "",
+        "Name of this replica in leader/info (default: host name and process id).",
+    )  # fmt: skip
+    renew_interval_s: float = _key(
+        "high-availability.leader-election.renew-interval", parse_duration, 1.0,
+        "How often the leader renews leader/info with a fenced write (its lease).",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        _check_range(self, "renew_interval_s", 0.01, 60.0)
+
+
+@dataclass(frozen=True, slots=True)
+class RestSettings:
+    bind_address: str = _key(
+        "rest.bind-address", parse_str, "127.0.0.1",
+        "Address the REST API listens on (0.0.0.0: every interface).",
+    )  # fmt: skip
+    port: int = _key(
+        "rest.port", parse_port, 8081,
+        "Port of the REST API (0: any free port).",
+    )  # fmt: skip
+    address: str = _key(
+        "rest.address", parse_str, "",
+        "Address published in leader/info for redirects, http://host:port (default: derived "
+        "from the bind address, or the host name when binding every interface).",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if not self.bind_address:
+            _fail(self, "bind_address", "must not be empty")
+        if self.address and not re.match(r"^https?://[^/\s]+$", self.address):
+            _fail(self, "address", "expected http://host:port (no path)")
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSettings:
+    checkpoints_dir: str = _key(
+        "state.checkpoints.dir", parse_dir, "/tmp/sparkpoint/checkpoints",
+        "Where checkpoints are written: a local path, file://, hdfs:// or webhdfs:// URI.",
+    )  # fmt: skip
+    savepoints_dir: str = _key(
+        "state.savepoints.dir", parse_dir, "",
+        "Default target of savepoints (empty: every savepoint must name its directory).",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if not self.checkpoints_dir:
+            _fail(self, "checkpoints_dir", "must not be empty")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointingSettings:
+    """Defaults for jobs that do not set their own checkpointing options."""
+
+    interval_s: float = _key(
+        "execution.checkpointing.interval", parse_duration, 10.0,
+        "Default time between periodic checkpoints of a job.",
+    )  # fmt: skip
+    timeout_s: float = _key(
+        "execution.checkpointing.timeout", parse_duration, 600.0,
+        "Default time after which a checkpoint still collecting acknowledgements expires.",
+    )  # fmt: skip
+    min_pause_s: float = _key(
+        "execution.checkpointing.min-pause", parse_duration, 0.0,
+        "Default minimum time between the end of one checkpoint and the next trigger.",
+    )  # fmt: skip
+    max_concurrent: int = _key(
+        "execution.checkpointing.max-concurrent-checkpoints", parse_int, 1,
+        "Default maximum of periodic checkpoints in progress at once.",
+    )  # fmt: skip
+    tolerable_failures: int = _key(
+        "execution.checkpointing.tolerable-failed-checkpoints", parse_int, 0,
+        "Default consecutive checkpoint failures tolerated before a job is marked failing.",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        _check_range(self, "interval_s", 0.01, 365 * 86400.0)
+        _check_range(self, "timeout_s", 0.01, 365 * 86400.0)
+        _check_range(self, "min_pause_s", 0.0, 365 * 86400.0)
+        _check_range(self, "max_concurrent", 1, 1000)
+        _check_range(self, "tolerable_failures", 0, 1_000_000)
+
+    def option_defaults(self) -> dict[str, int]:
+        """As ``CheckpointingOptions`` field names (milliseconds)."""
+        return {
+            "interval_ms": round(self.interval_s * 1000),
+            "timeout_ms": round(self.timeout_s * 1000),
+            "min_pause_ms": round(self.min_pause_s * 1000),
+            "max_concurrent": self.max_concurrent,
+            "tolerable_failures": self.tolerable_failures,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSettings:
+    heartbeat_timeout_s: float = _key(
+        "heartbeat.timeout", parse_duration, 10.0,
+        "A job whose driver sends no heartbeat for this long is disconnected (not triggered).",
+    )  # fmt: skip
+    tick_interval_s: float = _key(
+        "sparkpoint.coordinator.tick-interval", parse_duration, 0.02,
+        "How often the leader checks every job for due triggers and expiries.",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        _check_range(self, "heartbeat_timeout_s", 0.1, 3600.0)
+        _check_range(self, "tick_interval_s", 0.001, 10.0)
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
+    ha: HASettings = field(default_factory=HASettings)
+    rest: RestSettings = field(default_factory=RestSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    checkpointing: CheckpointingSettings = field(default_factory=CheckpointingSettings)
+    service: ServiceSettings = field(default_factory=ServiceSettings)
 
 
-_SECTIONS: dict[str, type] = {"zookeeper": ZooKeeperSettings, "store": StoreSettings}
+_SECTIONS: dict[str, type] = {
+    "zookeeper": ZooKeeperSettings,
+    "store": StoreSettings,
+    "ha": HASettings,
+    "rest": RestSettings,
+    "storage": StorageSettings,
+    "checkpointing": CheckpointingSettings,
+    "service": ServiceSettings,
+}
 
 
 def _fail(settings: object, attr: str, reason: str) -> None:
@@ -208,6 +359,16 @@ def all_keys() -> dict[str, str]:
         for section in _SECTIONS.values()
         for f in fields(section)
     }
+
+
+def key_table() -> list[tuple[str, object, str]]:
+    """(key, default, help) of every configuration key, in section order (docs/service.md
+    carries this table; a test keeps them in sync)."""
+    return [
+        (f.metadata["key"], f.default, f.metadata["help"])
+        for section in _SECTIONS.values()
+        for f in fields(section)
+    ]
 
 
 def env_name(key: str) -> str:

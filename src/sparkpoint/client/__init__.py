@@ -1,0 +1,28 @@
+"""A small client of the coordinator's HTTP API (docs/api.md), for the pipeline and the CLI.
+
+It follows the leader across failover (redirects, then the other addresses) and retries
+idempotent calls. Uses httpx only: no kazoo, no pyspark, no click.
+"""
+
+from sparkpoint.client.client import CoordinatorClient, state_to_dict
+from sparkpoint.client.errors import (
+    ClientError,
+    Conflict,
+    Invalid,
+    NotFound,
+    Unavailable,
+)
+from sparkpoint.client.models import Heartbeat, Notification, RestoreResponse
+
+__all__ = [
+    "ClientError",
+    "Conflict",
+    "CoordinatorClient",
+    "Heartbeat",
+    "Invalid",
+    "NotFound",
+    "Notification",
+    "RestoreResponse",
+    "Unavailable",
+    "state_to_dict",
+]

@@ -1,0 +1,41 @@
+"""What the client raises: one type per kind of answer a caller acts on differently."""
+
+from __future__ import annotations
+
+
+class ClientError(Exception):
+    """The coordinator refused a request (``status``, machine ``code``, human ``message``)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class NotFound(ClientError):
+    """404: unknown job or checkpoint."""
+
+
+class Conflict(ClientError):
+    """409: the checkpoint finished, the ack is a duplicate, the graph conflicts, …"""
+
+
+class Invalid(ClientError):
+    """422 (or another 4xx): the request is malformed or names something not awaited."""
+
+
+class Unavailable(ClientError):
+    """No leader answered within ``retry_for_s`` (none elected, or none reachable)."""
+
+
+def error_for(status: int, code: str, message: str) -> ClientError:
+    if status == 404:
+        return NotFound(status, code, message)
+    if status == 409:
+        return Conflict(status, code, message)
+    if status == 503:
+        return Unavailable(status, code, message)
+    if 400 <= status < 500:
+        return Invalid(status, code, message)
+    return ClientError(status, code, message)

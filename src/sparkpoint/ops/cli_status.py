@@ -1,0 +1,194 @@
+"""`sparkpoint leader | jobs | checkpoints | savepoints`: thin commands over the client.
+
+Read-only commands ask a coordinator (``--coordinator``, or the leader found in
+ZooKeeper); while none answers they read ZooKeeper and storage directly (``--zookeeper``,
+``--cluster-id``), which needs no coordinator at all. Triggers need a leader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import click
+
+from sparkpoint.client import ClientError, CoordinatorClient
+from sparkpoint.config import env_name
+from sparkpoint.ha import HAError
+from sparkpoint.ops import cli_tables
+from sparkpoint.ops.cli_common import load, zookeeper_options, zookeeper_overrides
+from sparkpoint.ops.status_sources import (
+    ClientSource,
+    StatusSource,
+    ZooKeeperSource,
+    client_answers,
+    leader_address,
+    zookeeper,
+)
+from sparkpoint.service.errors import ServiceError
+from sparkpoint.storage import CheckpointStorage
+
+F = Callable[..., Any]
+QUORUM_KEY = "high-availability.zookeeper.quorum"
+
+
+def connection_options(func: F) -> F:
+    func = zookeeper_options(func)
+    func = click.option("--config", "config_file", type=click.Path(dir_okay=False))(func)
+    func = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+    return click.option(
+        "--coordinator",
+        "coordinators",
+        multiple=True,
+        envvar="SPARKPOINT_COORDINATOR",
+        metavar="HOST:PORT",
+        help="A coordinator replica's REST address (repeatable).",
+    )(func)
+
+
+@contextmanager
+def _source(opts: dict[str, Any], *, read_only: bool = True) -> Iterator[StatusSource]:
+    """A coordinator if one answers; else (read-only) ZooKeeper and storage.
+
+    Addresses: ``--coordinator``, else the leader published in ZooKeeper (when ZooKeeper
+    is given by flag, file or environment), else 127.0.0.1 at ``rest.port``.
+    """
+    overrides = zookeeper_overrides(opts["quorum"], opts["cluster_id"], opts["root"])
+    config = load(opts["config_file"], overrides)
+    zookeeper_given = bool(
+        opts["quorum"] or opts["config_file"] or os.environ.get(env_name(QUORUM_KEY))
+    )
+    with ExitStack() as stack:
+        addresses = list(opts["coordinators"])
+        conn = None
+        if zookeeper_given:
+            try:
+                conn = stack.enter_context(zookeeper(config))
+            except HAError as exc:
+                if not addresses:
+                    raise click.ClickException(str(exc)) from exc
+        if not addresses and conn is not None:
+            found = leader_address(conn)
+            addresses = [found] if found else []
+        elif not addresses:
+            addresses = [f"127.0.0.1:{config.rest.port}"]
+        if addresses:
+            client = stack.enter_context(
+                CoordinatorClient(addresses, timeout_s=5, retry_for_s=2 if conn else 10)
+            )
+            if not read_only or conn is None or client_answers(client):
+                yield ClientSource(client)
+                return
+        if conn is None:
+            raise click.ClickException("no coordinator answers and no ZooKeeper was given")
+        yield ZooKeeperSource(conn, CheckpointStorage(config.storage.checkpoints_dir))
+
+
+def _run(opts: dict[str, Any], action: Callable[[StatusSource], Any], *, read_only: bool) -> Any:
+    try:
+        with _source(opts, read_only=read_only) as source:
+            return action(source)
+    except ClientError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from exc
+    except ServiceError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from exc
+    except HAError as exc:
+        raise click.ClickException(f"ZooKeeper: {exc}") from exc
+
+
+def _emit(opts: dict[str, Any], data: Any, table: Callable[[Any], None]) -> None:
+    if opts["as_json"]:
+        click.echo(json.dumps(data, indent=1, sort_keys=True))
+    else:
+        table(data)
+
+
+@click.command("leader")
+@connection_options
+def leader_command(**opts: Any) -> None:
+    """Who leads (from leader/info), and every contender in election order."""
+    _emit(opts, _run(opts, lambda s: s.leader(), read_only=True), cli_tables.leader)
+
+
+@click.group("jobs")
+def jobs_group() -> None:
+    """Registered jobs."""
+
+
+@jobs_group.command("list")
+@connection_options
+def jobs_list(**opts: Any) -> None:
+    """Every registered job and its status."""
+    _emit(opts, _run(opts, lambda s: s.jobs(), read_only=True), cli_tables.jobs)
+
+
+@jobs_group.command("show")
+@click.argument("job_id")
+@connection_options
+def jobs_show(job_id: str, **opts: Any) -> None:
+    """One job: status, operators, checkpointing options."""
+    _emit(opts, _run(opts, lambda s: s.job(job_id), read_only=True), cli_tables.job)
+
+
+@click.group("checkpoints")
+def checkpoints_group() -> None:
+    """Checkpoints of a job."""
+
+
+@checkpoints_group.command("list")
+@click.argument("job_id")
+@connection_options
+def checkpoints_list(job_id: str, **opts: Any) -> None:
+    """Counts, latest, history and retained checkpoints of JOB_ID."""
+    _emit(opts, _run(opts, lambda s: s.checkpoints(job_id), read_only=True), cli_tables.overview)
+
+
+@checkpoints_group.command("show")
+@click.argument("job_id")
+@click.argument("checkpoint_id", type=int)
+@connection_options
+def checkpoints_show(job_id: str, checkpoint_id: int, **opts: Any) -> None:
+    """One checkpoint: status, times, size and (when retained) its `_metadata`."""
+    data = _run(opts, lambda s: s.checkpoint(job_id, checkpoint_id), read_only=True)
+    _emit(opts, data, cli_tables.checkpoint)
+
+
+def _client_of(source: StatusSource) -> CoordinatorClient:
+    if not isinstance(source, ClientSource):
+        raise click.ClickException("no coordinator answers; triggers need a leader")
+    return source._client
+
+
+@checkpoints_group.command("trigger")
+@click.argument("job_id")
+@connection_options
+def checkpoints_trigger(job_id: str, **opts: Any) -> None:
+    """Trigger a checkpoint of JOB_ID now."""
+    cid = _run(opts, lambda s: _client_of(s).trigger_checkpoint(job_id), read_only=False)
+    _emit(opts, {"job_id": job_id, "checkpoint_id": cid}, cli_tables.triggered)
+
+
+@click.group("savepoints")
+def savepoints_group() -> None:
+    """Savepoints of a job."""
+
+
+@savepoints_group.command("trigger")
+@click.argument("job_id")
+@click.option("--target", "target_dir", default=None, help="Directory (state.savepoints.dir).")
+@click.option("--stop", is_flag=True, help="Stop the job once the savepoint completes.")
+@connection_options
+def savepoints_trigger(job_id: str, target_dir: str | None, stop: bool, **opts: Any) -> None:
+    """Trigger a savepoint of JOB_ID into --target."""
+    cid = _run(
+        opts,
+        lambda s: _client_of(s).trigger_savepoint(job_id, target_dir, stop=stop),
+        read_only=False,
+    )
+    _emit(opts, {"job_id": job_id, "checkpoint_id": cid, "stop": stop}, cli_tables.triggered)
+
+
+COMMANDS = [leader_command, jobs_group, checkpoints_group, savepoints_group]

@@ -1,0 +1,25 @@
+"""The FastAPI application of a replica: routes, error mapping, body limit."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from sparkpoint import __version__
+from sparkpoint.service.api import driver, errors, status
+from sparkpoint.service.api.limits import MAX_BODY_BYTES, BodyLimit
+from sparkpoint.service.replica import Replica
+
+
+def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+    app = FastAPI(
+        title="sparkpoint coordinator",
+        version=__version__,
+        description="Checkpoint coordination for PySpark pipelines (docs/api.md).",
+    )
+    app.state.replica = replica
+    errors.install(app)
+    app.include_router(driver.router)
+    app.include_router(status.router)
+    app.include_router(status.probes)
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    return app

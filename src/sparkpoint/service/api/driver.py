@@ -1,0 +1,150 @@
+"""Driver-facing endpoints: leader only (a follower redirects, 503 while none leads)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from sparkpoint.checkpoint import JobGraph, OperatorSubtaskState
+from sparkpoint.coordinator import Acknowledgement, CheckpointStatus
+from sparkpoint.recovery import serde
+from sparkpoint.service.api.models import (
+    AckModel,
+    AckReply,
+    AcksRequest,
+    DeclineRequest,
+    ErrorReply,
+    HeartbeatReply,
+    HeartbeatRequest,
+    RegisterReply,
+    RegisterRequest,
+    RestorePlanReply,
+    RestorePlanRequest,
+    SavepointRequest,
+    TriggerReply,
+)
+from sparkpoint.service.errors import InvalidRequestError
+from sparkpoint.service.replica import Replica
+from sparkpoint.service.restore import restore_plan
+from sparkpoint.service.term import Term
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorReply, "description": text}
+    for code, text in {
+        400: "Invalid option or target.",
+        404: "Unknown job or checkpoint.",
+        409: "Conflict: finished checkpoint, duplicate ack, graph conflict, rejected trigger.",
+        413: "Body larger than 16 MiB.",
+        422: "Malformed body, or a subtask the checkpoint does not wait for.",
+        503: "No leader (Retry-After), or this leader lost leadership while answering.",
+    }.items()
+}
+_ERRORS[307] = {"description": "Not the leader: the same path on the leader's address."}
+
+router = APIRouter(prefix="/v1", responses=_ERRORS)
+
+_STATUS = {
+    CheckpointStatus.IN_PROGRESS: "pending",
+    CheckpointStatus.FINALIZING: "pending",
+    CheckpointStatus.COMPLETED: "completed",
+    CheckpointStatus.FAILED: "failed",
+}
+
+
+def _term(request: Request) -> Term:
+    replica: Replica = request.app.state.replica
+    return replica.active_term()
+
+
+def _state(ack: AckModel) -> OperatorSubtaskState:
+    try:
+        return OperatorSubtaskState(
+            keyed=tuple(serde.keyed_from_dict(h) for h in ack.state.keyed),
+            operator=tuple(serde.operator_from_dict(h) for h in ack.state.operator),
+        )
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise InvalidRequestError(
+            f"state of operator {ack.operator_uid!r} subtask {ack.subtask}: {exc}"
+        ) from exc
+
+
+@router.post("/jobs", response_model=RegisterReply)
+def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
+    """Register a job (idempotent for the same graph); keeps its checkpoints and counter."""
+    term = _term(request)
+    graph = JobGraph.from_dict(body.graph.model_dump())
+    session = term.register(graph, body.checkpoint_config, replace=body.replace)
+    return RegisterReply(
+        job_id=session.job_id, leader_epoch=term.epoch, status=session.job_status().value
+    )
+
+
+@router.post("/jobs/{job_id}/heartbeat", response_model=HeartbeatReply)
+def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str, Any]:
+    """Mark the job connected; the reply carries notices after ``after_seq``."""
+    term = _term(request)
+    session = term.session(job_id)
+    session.heartbeat()
+    return {
+        "leader_epoch": term.epoch,
+        "job_status": session.job_status().value,
+        "notifications": session.notifications(body.after_seq),
+    }
+
+
+@router.post("/jobs/{job_id}/checkpoints/{checkpoint_id}/acks", response_model=AckReply)
+def acknowledge(job_id: str, checkpoint_id: int, body: AcksRequest, request: Request) -> AckReply:
+    """Acknowledge subtasks of a checkpoint, all or nothing."""
+    session = _term(request).session(job_id)
+    acks = [Acknowledgement(a.operator_uid, a.subtask, _state(a)) for a in body.acks]
+    result = session.coordinator.acknowledge_all(checkpoint_id, acks)
+    return AckReply(
+        checkpoint_id=result.checkpoint_id,
+        status=_STATUS[result.status],  # type: ignore[arg-type]
+        remaining=result.remaining,
+        reason=result.reason,
+    )
+
+
+@router.post("/jobs/{job_id}/checkpoints/{checkpoint_id}/decline")
+def decline(
+    job_id: str, checkpoint_id: int, body: DeclineRequest, request: Request
+) -> dict[str, Any]:
+    """A subtask could not snapshot: the checkpoint fails."""
+    session = _term(request).session(job_id)
+    session.coordinator.decline(checkpoint_id, body.operator_uid, body.subtask, body.reason)
+    return {}
+
+
+@router.post("/jobs/{job_id}/restore-plan", response_model=RestorePlanReply)
+def plan(job_id: str, body: RestorePlanRequest, request: Request) -> dict[str, Any]:
+    """Which checkpoint to restore and what every new subtask reads."""
+    term = _term(request)
+    session = term.session(job_id)
+    graph = JobGraph.from_dict(body.graph.model_dump())
+    return restore_plan(
+        session,
+        term.storage,
+        graph,
+        pointer=body.pointer,
+        allow_non_restored_state=body.allow_non_restored_state,
+    )
+
+
+@router.post("/jobs/{job_id}/checkpoints", status_code=202, response_model=TriggerReply)
+def trigger_checkpoint(job_id: str, request: Request) -> TriggerReply:
+    """Trigger a checkpoint now (ignores interval, pause and concurrency)."""
+    session = _term(request).session(job_id)
+    return TriggerReply(checkpoint_id=session.coordinator.trigger_checkpoint())
+
+
+@router.post("/jobs/{job_id}/savepoints", status_code=202, response_model=TriggerReply)
+def trigger_savepoint(job_id: str, body: SavepointRequest, request: Request) -> TriggerReply:
+    """Trigger a savepoint into ``target_dir`` (or the configured savepoint directory)."""
+    term = _term(request)
+    session = term.session(job_id)
+    if not body.target_dir and term.storage.savepoint_dir is None:
+        raise InvalidRequestError("no target_dir given and no state.savepoints.dir configured")
+    checkpoint_id = session.trigger_savepoint(body.target_dir or None, stop=body.stop)
+    return TriggerReply(checkpoint_id=checkpoint_id)

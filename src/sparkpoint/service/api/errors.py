@@ -1,0 +1,139 @@
+"""Every refusal as ``{"error", "message"}`` with its status code, in one place.
+
+The coordinator's own request errors changed nothing (docs/coordinator.md); the service's
+are refused before any change. A coordination error (fenced, disconnected, in doubt) while
+acting as leader makes the replica step down, and the caller is told to retry (503).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from sparkpoint.checkpoint import InvalidCheckpointValue
+from sparkpoint.coordinator import (
+    CheckpointFinishedError,
+    CoordinatorStoppedError,
+    DuplicateAcknowledgeError,
+    InvalidOptionError,
+    InvalidSubtaskStateError,
+    TriggerFailedError,
+    TriggerRejectedError,
+    UnexpectedSubtaskError,
+    UnknownCheckpointError,
+)
+from sparkpoint.ha import HAError
+from sparkpoint.recovery import CheckpointLoadError, RestoreValidationError
+from sparkpoint.service.errors import (
+    InvalidRequestError,
+    JobGraphConflictError,
+    NotLeaderError,
+    ServiceError,
+    UnknownCheckpointIdError,
+    UnknownJobError,
+)
+
+log = logging.getLogger(__name__)
+
+#: Coordinator refusals: (exception, status, code), most specific first.
+_COORDINATOR = (
+    (UnknownCheckpointError, 404, "unknown_checkpoint"),
+    (CheckpointFinishedError, 409, "checkpoint_finished"),
+    (DuplicateAcknowledgeError, 409, "duplicate_ack"),
+    (UnexpectedSubtaskError, 422, "unexpected_subtask"),
+    (InvalidSubtaskStateError, 422, "invalid_state"),
+    (TriggerRejectedError, 409, "trigger_rejected"),
+)
+
+
+#: The service's own refusals by type.
+_SERVICE_STATUS: dict[type[ServiceError], int] = {
+    UnknownJobError: 404,
+    UnknownCheckpointIdError: 404,
+    JobGraphConflictError: 409,
+    InvalidRequestError: 422,
+}
+
+
+def error(status: int, code: str, message: str, *, retry: bool = False) -> JSONResponse:
+    headers = {"Retry-After": "1"} if retry else None
+    return JSONResponse({"error": code, "message": message}, status_code=status, headers=headers)
+
+
+def _not_leader(request: Request, exc: NotLeaderError) -> Response:
+    if exc.leader_address:
+        target = exc.leader_address.rstrip("/") + request.url.path
+        if request.url.query:
+            target += f"?{request.url.query}"
+        return RedirectResponse(target, status_code=307)
+    return error(503, exc.code, exc.message, retry=True)
+
+
+def install(app: FastAPI) -> None:
+    """Register the exception handlers on ``app``."""
+
+    @app.exception_handler(NotLeaderError)
+    async def not_leader(request: Request, exc: NotLeaderError) -> Response:
+        return _not_leader(request, exc)
+
+    @app.exception_handler(ServiceError)
+    async def service_error(_: Request, exc: ServiceError) -> Response:
+        return error(_SERVICE_STATUS.get(type(exc), 500), exc.code, exc.message)
+
+    for exc_type, status, code in _COORDINATOR:
+
+        async def coordinator_error(
+            _: Request, exc: Exception, status: int = status, code: str = code
+        ) -> Response:
+            return error(status, code, str(exc))
+
+        app.add_exception_handler(exc_type, coordinator_error)
+
+    @app.exception_handler(CoordinatorStoppedError)
+    async def stopped(_: Request, exc: CoordinatorStoppedError) -> Response:
+        return error(503, "leadership_lost", str(exc), retry=True)
+
+    @app.exception_handler(TriggerFailedError)
+    async def trigger_failed(_: Request, exc: TriggerFailedError) -> Response:
+        return error(500, "trigger_failed", str(exc))
+
+    @app.exception_handler(InvalidOptionError)
+    async def invalid_option(_: Request, exc: InvalidOptionError) -> Response:
+        return error(400, "invalid_option", str(exc))
+
+    @app.exception_handler(InvalidCheckpointValue)
+    async def invalid_value(_: Request, exc: InvalidCheckpointValue) -> Response:
+        return error(422, "invalid_request", str(exc))
+
+    @app.exception_handler(RestoreValidationError)
+    async def restore_validation(_: Request, exc: RestoreValidationError) -> Response:
+        return error(422, "restore_validation", str(exc))
+
+    @app.exception_handler(CheckpointLoadError)
+    async def restore_load(_: Request, exc: CheckpointLoadError) -> Response:
+        return error(422, "checkpoint_unreadable", str(exc))
+
+    @app.exception_handler(HAError)
+    async def coordination(request: Request, exc: HAError) -> Response:
+        if request.method == "GET":
+            return error(503, "zookeeper_unavailable", str(exc), retry=True)
+        # A write as leader failed in a way that may mean we are no longer leader.
+        request.app.state.replica.step_down(f"{type(exc).__name__}: {exc}")
+        return error(503, "leadership_lost", str(exc), retry=True)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_body(_: Request, exc: RequestValidationError) -> Response:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}"
+            for e in exc.errors()[:10]
+        )
+        return error(422, "invalid_request", problems or "malformed request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error(exc.status_code, code, str(exc.detail))

@@ -1,0 +1,125 @@
+"""Request and reply bodies of the HTTP API (docs/api.md), as pydantic models.
+
+They give the OpenAPI document its schemas and refuse malformed bodies with a 422 before
+any handler runs. Domain checks (a valid graph, state handles) happen in the handlers, so
+there is one source of truth for each rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class ErrorReply(BaseModel):
+    error: str = Field(description="Machine-readable code, e.g. duplicate_ack.")
+    message: str = Field(description="What is wrong, for a person.")
+
+
+class OperatorModel(BaseModel):
+    uid: str
+    name: str = ""
+    parallelism: int
+    max_parallelism: int
+    keyed: bool = False
+    acknowledges: bool = True
+
+
+class GraphModel(BaseModel):
+    """``JobGraph.to_dict()``."""
+
+    job_id: str
+    operators: list[OperatorModel]
+
+
+class RegisterRequest(BaseModel):
+    graph: GraphModel
+    checkpoint_config: dict[str, Any] = Field(
+        default_factory=dict,
+        description='CheckpointingOptions by field name or Flink key, e.g. {"interval_ms": 500}.',
+    )
+    replace: bool = False
+
+
+class RegisterReply(BaseModel):
+    job_id: str
+    leader_epoch: int
+    status: str
+
+
+class HeartbeatRequest(BaseModel):
+    after_seq: int = Field(0, ge=0, description="The last notification seq seen (0 at start).")
+
+
+class NotificationModel(BaseModel):
+    seq: int
+    type: Literal["trigger", "complete", "abort"]
+    checkpoint_id: int
+    kind: Literal["checkpoint", "savepoint"]
+    timestamp_ms: int
+    reason: str | None = None
+    stop: bool = False
+    directory: str | None = Field(None, description="Triggers: where state files go.")
+    metadata_uri: str | None = Field(None, description="Completions: the committed _metadata.")
+
+
+class HeartbeatReply(BaseModel):
+    leader_epoch: int
+    job_status: str
+    notifications: list[NotificationModel]
+
+
+class SubtaskStateModel(BaseModel):
+    """Handle dicts exactly as ``recovery.serde.keyed_to_dict`` / ``operator_to_dict``."""
+
+    keyed: list[dict[str, Any]] = Field(default_factory=list)
+    operator: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class AckModel(BaseModel):
+    operator_uid: str
+    subtask: int
+    state: SubtaskStateModel = Field(default_factory=SubtaskStateModel)
+
+
+class AcksRequest(BaseModel):
+    acks: list[AckModel]
+
+
+class AckReply(BaseModel):
+    checkpoint_id: int
+    status: Literal["pending", "completed", "failed"]
+    remaining: int
+    reason: str | None = Field(None, description="Why finalisation failed (status failed).")
+
+
+class DeclineRequest(BaseModel):
+    operator_uid: str
+    subtask: int
+    reason: str = ""
+
+
+class RestorePlanRequest(BaseModel):
+    graph: GraphModel
+    pointer: str | None = None
+    allow_non_restored_state: bool = False
+
+
+class RestorePlanReply(BaseModel):
+    restored: dict[str, Any] | None
+    plan: dict[str, Any] | None
+
+
+class SavepointRequest(BaseModel):
+    target_dir: str | None = None
+    stop: bool = False
+
+
+class TriggerReply(BaseModel):
+    checkpoint_id: int
+
+
+class ProbeReply(BaseModel):
+    status: str
+    detail: str = ""

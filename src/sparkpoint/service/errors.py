@@ -1,0 +1,44 @@
+"""Why the service refuses a request, beyond what the coordinator itself refuses.
+
+Each has a machine-readable ``code``; which HTTP status it becomes is the REST layer's
+business (``service.api.errors``).
+"""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    code = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UnknownJobError(ServiceError):
+    code = "unknown_job"
+
+
+class UnknownCheckpointIdError(ServiceError):
+    code = "unknown_checkpoint"
+
+
+class JobGraphConflictError(ServiceError):
+    code = "job_graph_conflict"
+
+
+class InvalidRequestError(ServiceError):
+    code = "invalid_request"
+
+
+class NotLeaderError(ServiceError):
+    """This replica does not act as leader now. ``leader_address``: where the leader is
+    (None: no leader is known)."""
+
+    code = "no_leader"
+
+    def __init__(self, message: str, *, leader_address: str | None = None, code: str = "") -> None:
+        super().__init__(message)
+        self.leader_address = leader_address
+        if code:
+            self.code = code

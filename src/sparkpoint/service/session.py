@@ -1,0 +1,87 @@
+"""One job while this replica leads: its coordinator, driver liveness and notices."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from sparkpoint.checkpoint import JobStatus
+from sparkpoint.coordinator import CheckpointCoordinator
+from sparkpoint.counter import CheckpointIDCounter
+from sparkpoint.service.notices import NoticeTranslator
+from sparkpoint.store import CompletedCheckpointStore, JobRecord
+
+
+class JobSession:
+    """A job's coordinator in the current term, and when its driver was last heard of.
+
+    A job whose driver has not heartbeated within ``heartbeat_timeout_s`` is disconnected:
+    its checkpoints still expire, but none is triggered (nobody would take it). A new
+    term starts every job disconnected until its driver's next heartbeat.
+    """
+
+    def __init__(
+        self,
+        record: JobRecord,
+        coordinator: CheckpointCoordinator,
+        counter: CheckpointIDCounter,
+        store: CompletedCheckpointStore,
+        *,
+        notice_base: int,
+        heartbeat_timeout_s: float,
+    ) -> None:
+        self.record = record
+        self.coordinator = coordinator
+        self.counter = counter
+        self.store = store
+        self.notices = NoticeTranslator(notice_base)
+        self.heartbeat_timeout_s = heartbeat_timeout_s
+        self._last_heartbeat: float | None = None
+        #: Serialises a stop-with-savepoint trigger with heartbeat replies, so a trigger
+        #: notice is never sent before it is known to stop the job.
+        self.lock = threading.Lock()
+        #: The status last written to the registry (to write only changes).
+        self.persisted_status = record.status
+
+    @property
+    def job_id(self) -> str:
+        return self.record.job_id
+
+    def heartbeat(self) -> None:
+        self._last_heartbeat = time.monotonic()
+
+    def connected(self) -> bool:
+        last = self._last_heartbeat
+        return last is not None and time.monotonic() - last <= self.heartbeat_timeout_s
+
+    def last_seq(self) -> int:
+        return self.notices.base + self.coordinator.outbox.last_seq
+
+    def notifications(self, after_seq: int) -> list[dict[str, Any]]:
+        now_ms = int(time.time() * 1000)
+        with self.lock:
+            local = self.notices.to_local(after_seq)
+            return [
+                self.notices.translate(n, now_ms)
+                for n in self.coordinator.notifications_since(local)
+            ]
+
+    def trigger_savepoint(self, target_dir: str | None, *, stop: bool) -> int:
+        with self.lock:
+            checkpoint_id = self.coordinator.trigger_savepoint(target_dir, stop=stop)
+            if stop:
+                self.notices.mark_stop(checkpoint_id)
+            return checkpoint_id
+
+    def job_status(self) -> JobStatus:
+        return self.coordinator.job_status
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "status": self.coordinator.job_status.value,
+            "operators": len(self.record.graph.operators),
+            "registered_ms": self.record.registered_ms,
+            "connected": self.connected(),
+        }

@@ -1,0 +1,190 @@
+"""One term of leadership: every job's session, from recovery on grant to stop on revoke.
+
+Created when the election grants leadership; :meth:`Term.recover` (run on the replica's
+worker thread, not the election's) reads the job registry and opens each job: its counter
+is started, its store recovered, and a CheckpointCoordinator made over them. On revoke,
+:meth:`Term.close` stops every coordinator at once: pending checkpoints are aborted and a
+checkpoint being finalised never reaches the store (the finaliser re-checks, and the
+store's write is fenced anyway).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from sparkpoint.checkpoint import JobGraph, JobStatus
+from sparkpoint.coordinator import CheckpointCoordinator, CleanupWorker, CoordinatorStoppedError
+from sparkpoint.ha import Leadership
+from sparkpoint.service.backend import Backend
+from sparkpoint.service.errors import JobGraphConflictError, NotLeaderError, UnknownJobError
+from sparkpoint.service.notices import term_base
+from sparkpoint.service.options import job_options
+from sparkpoint.service.session import JobSession
+from sparkpoint.storage import CheckpointStorage
+from sparkpoint.store import JobRecord
+
+log = logging.getLogger(__name__)
+
+#: Statuses a job record keeps in the registry so followers and the next leader see them.
+_PERSISTED = {JobStatus.RUNNING, JobStatus.FAILING, JobStatus.FINISHED}
+
+
+class Term:
+    def __init__(
+        self,
+        leadership: Leadership,
+        *,
+        backend: Backend,
+        storage: CheckpointStorage,
+        option_defaults: Mapping[str, int],
+        heartbeat_timeout_s: float,
+        cleanup: CleanupWorker,
+    ) -> None:
+        self.leadership = leadership
+        self.epoch = leadership.epoch
+        self._backend = backend
+        self.storage = storage
+        self._defaults = dict(option_defaults)
+        self._heartbeat_timeout_s = heartbeat_timeout_s
+        self._cleanup = cleanup
+        self.registry = backend.registry(leadership)
+        self.ready = threading.Event()
+        self.closed = False
+        self.close_reason = ""
+        self._sessions: dict[str, JobSession] = {}
+        self._lock = threading.RLock()
+        self._register_lock = threading.Lock()
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Open every registered job that is not over. Coordination errors propagate
+        (the replica steps down); a job that cannot be opened otherwise is logged."""
+        for record in self.registry.list():
+            if record.status.is_globally_terminal:
+                continue
+            try:
+                session = self._open(record, term_base(self.epoch))
+            except (ValueError, TypeError) as exc:  # a record the options refuse
+                log.error("job %s not resumed: %s", record.job_id, exc)
+                continue
+            with self._lock:
+                if self.closed:
+                    session.coordinator.stop(self.close_reason)
+                    return
+                self._sessions[record.job_id] = session
+            log.info("resumed job %s (epoch %d)", record.job_id, self.epoch)
+        self.ready.set()
+
+    def close(self, reason: str) -> None:
+        """Stop every coordinator now (pending checkpoints aborted, none completed)."""
+        with self._lock:
+            self.closed = True
+            self.close_reason = reason
+            sessions = list(self._sessions.values())
+        for session in sessions:
+            session.coordinator.stop(f"leadership lost: {reason}")
+
+    def tick(self) -> None:
+        """One round over every job; coordination errors propagate."""
+        for session in self.sessions():
+            if not self.leadership.can_act() or self.closed:
+                return
+            try:
+                session.coordinator.tick(allow_trigger=session.connected())
+            except CoordinatorStoppedError:
+                continue  # replaced by a re-registration meanwhile
+            self._persist_status(session)
+
+    # --- jobs -------------------------------------------------------------------------
+
+    def sessions(self) -> list[JobSession]:
+        with self._lock:
+            return list(self._sessions.values())
+
+    def session(self, job_id: str) -> JobSession:
+        with self._lock:
+            session = self._sessions.get(job_id)
+        if session is None:
+            raise UnknownJobError(f"job {job_id!r} is not registered")
+        return session
+
+    def register(self, graph: JobGraph, config: Mapping[str, Any], *, replace: bool) -> JobSession:
+        """Register ``graph`` (idempotent for the same graph and options)."""
+        options = job_options(self._defaults, config)  # refuse bad options before any write
+        with self._register_lock:
+            with self._lock:
+                existing = self._sessions.get(graph.job_id)
+            old = existing.record if existing else self.registry.get(graph.job_id)
+            if old is not None:
+                old_uids = {op.uid for op in old.graph.operators}
+                new_uids = {op.uid for op in graph.operators}
+                if old_uids != new_uids and not replace:
+                    raise JobGraphConflictError(
+                        f"job {graph.job_id} is registered with operators "
+                        f"{sorted(old_uids)}, not {sorted(new_uids)}; send replace=true to "
+                        "replace its graph"
+                    )
+            if (
+                existing is not None
+                and existing.record.graph == graph
+                and existing.coordinator.options == options
+                and existing.job_status() in (JobStatus.RUNNING, JobStatus.CREATED)
+            ):
+                return existing
+            record = JobRecord(
+                graph,
+                dict(config),
+                JobStatus.RUNNING,
+                **({"registered_ms": old.registered_ms} if old is not None else {}),
+            )
+            self.leadership.ensure_can_act()
+            self.registry.put(record)
+            base = existing.last_seq() if existing else term_base(self.epoch)
+            if existing is not None:
+                existing.coordinator.stop(f"job {graph.job_id} registered again")
+            session = self._open(record, base)
+            with self._lock:
+                if self.closed:
+                    session.coordinator.stop(self.close_reason)
+                    raise NotLeaderError(f"leadership lost: {self.close_reason}")
+                self._sessions[graph.job_id] = session
+            log.info("registered job %s (%d operators)", graph.job_id, len(graph.operators))
+            return session
+
+    def _open(self, record: JobRecord, notice_base: int) -> JobSession:
+        options = job_options(self._defaults, record.checkpoint_config)
+        counter = self._backend.counter(record.job_id, self.leadership)
+        counter.start()
+        store = self._backend.store(record.job_id, self.leadership, options.max_retained)
+        store.recover()
+        coordinator = CheckpointCoordinator(
+            record.graph,
+            options,
+            counter=counter,
+            store=store,
+            storage=self.storage,
+            cleanup=self._cleanup,
+        )
+        coordinator.start()
+        return JobSession(
+            record,
+            coordinator,
+            counter,
+            store,
+            notice_base=notice_base,
+            heartbeat_timeout_s=self._heartbeat_timeout_s,
+        )
+
+    def _persist_status(self, session: JobSession) -> None:
+        status = session.job_status()
+        if status not in _PERSISTED or status is session.persisted_status:
+            return
+        reason = session.coordinator.failure_reason or ""
+        record = session.record.with_status(status, reason)
+        self.registry.put(record)
+        session.record = record
+        session.persisted_status = status

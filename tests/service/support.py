@@ -1,0 +1,207 @@
+"""Replica processes and a test driver for the service tests: real processes, real HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from sparkpoint.checkpoint import JobGraph, OperatorSpec
+from sparkpoint.client import ClientError, CoordinatorClient
+from sparkpoint.ops.zookeeper import free_port
+from tests.coordinator.support import keyed_state
+
+SPARKPOINT = str(Path(sys.executable).parent / "sparkpoint")
+
+
+@dataclass
+class ReplicaProcess:
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def leader_view(self) -> dict[str, Any] | None:
+        """GET /v1/leader on this replica, or None if it does not answer."""
+        try:
+            response = httpx.get(f"{self.address}/v1/leader", timeout=1.0)
+            return response.json() if response.status_code == 200 else None
+        except httpx.HTTPError:
+            return None
+
+    def state(self) -> str | None:
+        view = self.leader_view()
+        return view["this"]["state"] if view else None
+
+    def metric(self, name: str) -> float:
+        text = httpx.get(f"{self.address}/metrics", timeout=2.0).text
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return 0.0
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.proc.pid, sig)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                self.signal(signal.SIGCONT)
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def spawn_replica(
+    directory: Path,
+    name: str,
+    *,
+    quorum: str,
+    cluster_id: str,
+    checkpoints_dir: Path,
+    session_timeout: str = "2 s",
+    settings: dict[str, str] | None = None,
+) -> ReplicaProcess:
+    directory.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log_path = directory / f"{name}.log"
+    values = {
+        "high-availability.instance-id": name,
+        "high-availability.zookeeper.client.session-timeout": session_timeout,
+        "high-availability.zookeeper.client.retry-wait": "50 ms",
+        "high-availability.leader-election.renew-interval": "100 ms",
+        "state.checkpoints.dir": str(checkpoints_dir),
+        "state.checkpoints.num-retained": "1000",
+        "heartbeat.timeout": "5 s",
+        **(settings or {}),
+    }
+    command = [
+        SPARKPOINT, "coordinator", "run", "--zookeeper", quorum, "--cluster-id", cluster_id,
+        "--port", str(port),
+    ]  # fmt: skip
+    for key, value in values.items():
+        command += ["--set", f"{key}={value}"]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    return ReplicaProcess(name, port, proc, log_path)
+
+
+def make_graph(job_id: str, parallelism: int = 2) -> JobGraph:
+    return JobGraph(
+        job_id,
+        (
+            OperatorSpec("source", parallelism, 128),
+            OperatorSpec("count", parallelism, 128, keyed=True),
+        ),
+    )
+
+
+@dataclass
+class Driver:
+    """Acts like a pipeline driver: registers once, heartbeats, acknowledges every trigger
+    (inline keyed state), and records what it was told — on a thread, through the client."""
+
+    addresses: list[str]
+    graph: JobGraph
+    interval_ms: int = 500
+    registrations: int = 0
+    triggered: list[tuple[int, int]] = field(default_factory=list)  # (epoch, id)
+    completed: list[tuple[int, int]] = field(default_factory=list)
+    aborted: list[tuple[int, int, str]] = field(default_factory=list)
+    ack_errors: list[str] = field(default_factory=list)
+    acking: threading.Event = field(default_factory=threading.Event)
+    held: list[tuple[int, int]] = field(default_factory=list)  # triggers not acked (paused)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> Driver:
+        self.client = CoordinatorClient(self.addresses, timeout_s=3.0, retry_for_s=60.0)
+        self.client.register_job(self.graph, {"interval_ms": self.interval_ms})
+        self.registrations += 1
+        self.acking.set()
+        self._thread = threading.Thread(target=self._run, name="test-driver", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+        self.client.close()
+
+    def completed_ids(self, epoch: int | None = None) -> list[int]:
+        return [cid for e, cid in self.completed if epoch is None or e == epoch]
+
+    def _run(self) -> None:
+        seq = 0
+        while not self._stop.is_set():
+            try:
+                beat = self.client.heartbeat(self.graph.job_id, seq)
+            except ClientError as exc:
+                self.ack_errors.append(f"heartbeat: {exc}")
+                self._stop.wait(0.05)
+                continue
+            for notice in beat.notifications:
+                seq = max(seq, notice.seq)
+                key = (beat.leader_epoch, notice.checkpoint_id)
+                if notice.type == "trigger":
+                    self.triggered.append(key)
+                    if self.acking.is_set():
+                        self._ack(notice.checkpoint_id)
+                    else:
+                        self.held.append(key)
+                elif notice.type == "complete":
+                    self.completed.append(key)
+                else:
+                    self.aborted.append((*key, notice.reason or ""))
+            self._stop.wait(0.05)
+
+    def _ack(self, checkpoint_id: int) -> None:
+        acks = [
+            (op.uid, i, keyed_state(i, op.parallelism))
+            for op in self.graph.operators
+            for i in range(op.parallelism)
+        ]
+        try:
+            self.client.acknowledge(self.graph.job_id, checkpoint_id, acks)
+        except ClientError as exc:  # e.g. the checkpoint died with the old leader
+            self.ack_errors.append(f"ack {checkpoint_id}: {exc}")
+
+
+def wait_leader(replicas: list[ReplicaProcess], timeout: float = 30) -> ReplicaProcess:
+    """The one live replica that leads and is ready (by its own HTTP answer)."""
+    from tests.support.waiting import wait_until
+
+    def find() -> ReplicaProcess | None:
+        leading = []
+        for r in replicas:
+            if not r.alive():
+                continue
+            view = r.leader_view()
+            if view and view["this"]["state"] == "leader" and view["this"]["ready"]:
+                leading.append(r)
+        return leading[0] if len(leading) == 1 else None
+
+    return wait_until(find, timeout=timeout, message="exactly one ready leader", interval=0.05)
+
+
+def now() -> float:
+    return time.monotonic()
