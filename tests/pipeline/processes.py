@@ -59,6 +59,7 @@ class DriverProcess:
 
 
 def start_driver(work: Path, *extra: str, master: str = "local[2]") -> DriverProcess:
+    work.mkdir(parents=True, exist_ok=True)
     progress = work / "progress.jsonl"
     log = work / f"driver-{len(list(work.glob('driver-*.log')))}.log"
     args = [

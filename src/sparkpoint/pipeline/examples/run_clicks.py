@@ -51,17 +51,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--interval-ms", type=int, default=1000)
     p.add_argument("--restore-from")
     p.add_argument("--coordinator", help="host:port of coordinator replicas, comma-separated")
+    p.add_argument(
+        "--savepoint-after-epochs",
+        type=int,
+        help="stop with a savepoint (into --savepoint-dir) after this many epochs",
+    )
     return p
 
 
 def make_channel(args: argparse.Namespace) -> CheckpointChannel:
     if args.coordinator:
+        from sparkpoint.pipeline.background import BackgroundChannel
         from sparkpoint.pipeline.remote import RemoteChannel
 
-        return RemoteChannel(
-            args.coordinator.split(","),
-            checkpoint_config={"interval_ms": args.interval_ms},
+        remote = RemoteChannel(
+            args.coordinator.split(","), checkpoint_config={"interval_ms": args.interval_ms}
         )
+        return BackgroundChannel(remote)
     return EmbeddedChannel(
         args.checkpoint_dir, savepoint_dir=args.savepoint_dir, interval_ms=args.interval_ms
     )
@@ -94,9 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     driver.start()
     report(driver.status, event="started")
-    driver.run()
-    driver.finish()
-    report(driver.status, event="finished")
+    if args.savepoint_after_epochs is not None:
+        driver.run(max_epochs=args.savepoint_after_epochs)
+        savepoint = driver.stop_with_savepoint(args.savepoint_dir)
+        report(driver.status, event="savepoint", savepoint=savepoint)
+    else:
+        driver.run()
+        driver.finish()
+        report(driver.status, event="finished")
     driver.close()
     spark.stop()
     return 0
