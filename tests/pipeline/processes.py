@@ -15,7 +15,7 @@ from sparkpoint.pipeline import ClickEventSource
 from sparkpoint.pipeline.examples.clicks import expected_output
 from sparkpoint.pipeline.sink import TransactionalFileSink
 
-SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 300, 2400, 320
+SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 300, 1600, 400
 
 
 def expected() -> list[str]:

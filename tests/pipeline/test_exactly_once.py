@@ -54,7 +54,7 @@ def test_restore_after_crash_at_same_lower_and_higher_parallelism(
 
 
 def test_periodic_checkpoints_commit_everything_once(spark: Any, tmp_path: Path) -> None:
-    p = support.pipeline("periodic", tmp_path / "out", 3, records_per_epoch=200)
+    p = support.pipeline("periodic", tmp_path / "out", 3, records_per_epoch=300)
     driver = PipelineDriver(p, spark, EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=10))
     driver.start()
     driver.run()
