@@ -48,7 +48,8 @@ class LineReader:
 
 class FileSource:
     """``format``: ``"jsonl"`` or ``"csv"`` (``csv_fields`` names the columns; without
-    them a row is a list). Files whose name starts with ``.`` or ``_`` are ignored."""
+    them a row is a list). Files whose name starts with ``.`` or ``_`` are ignored.
+    ``max_splits_per_epoch`` bounds how many files one epoch reads from."""
 
     def __init__(
         self,
@@ -57,6 +58,7 @@ class FileSource:
         format: str = "jsonl",
         csv_fields: tuple[str, ...] = (),
         max_bytes_per_split: int = 4 * 1024 * 1024,
+        max_splits_per_epoch: int | None = None,
     ) -> None:
         if format not in ("jsonl", "csv"):
             raise ValueError(f"file source format {format!r}: use 'jsonl' or 'csv'")
@@ -64,6 +66,7 @@ class FileSource:
         self._fs = filesystem_for(directory)
         self._reader = LineReader(directory, format, tuple(csv_fields))
         self._max_bytes = max_bytes_per_split
+        self._max_splits = max_splits_per_epoch
         self._offsets: dict[str, int] = {}
 
     def restore(self, offsets: dict[str, int]) -> None:
@@ -101,6 +104,8 @@ class FileSource:
             end = self._last_line_end(path, start, min(size, start + self._max_bytes))
             if end > start:
                 ranges.append(EpochRange(name, start, end))
+                if self._max_splits is not None and len(ranges) >= self._max_splits:
+                    break  # the first files (by name) first, like Spark's maxFilesPerTrigger
         return ranges
 
     def advance(self, ranges: list[EpochRange]) -> None:
