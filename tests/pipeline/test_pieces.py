@@ -4,6 +4,8 @@ two phases, and the job graph."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -200,3 +202,15 @@ def test_job_graph_has_three_acknowledging_operators_and_checks_the_pipeline(
     assert len(graph.acknowledging_subtasks) == 9
     with pytest.raises(ValueError, match="not unique"):
         p.sink(TransactionalFileSink(str(tmp_path)), uid="process").job_graph()
+
+
+def test_executors_load_no_coordinator_http_or_zookeeper_code() -> None:
+    """Every Python worker imports the task module: keep it light."""
+    heavy = ("kazoo", "httpx", "sparkpoint.coordinator", "sparkpoint.client", "pyspark")
+    code = (
+        f"import sys, sparkpoint.pipeline.tasks; print([m for m in {heavy!r} if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -3,8 +3,11 @@
 A pipeline is source → key_by → a keyed stateful function → a transactional sink,
 executed on Spark in epochs and checkpointed through the coordinator (DESIGN.md §7).
 pyspark itself is imported only where Spark is touched (the driver's loop and tasks),
-so building a pipeline and its job graph needs no JVM.
+so building a pipeline and its job graph needs no JVM. Executors import this package
+to run tasks, so the channels (coordinator, HTTP client) load only when asked for.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.channel import (
@@ -16,7 +19,6 @@ from sparkpoint.pipeline.channel import (
     TriggerCheckpoint,
 )
 from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
-from sparkpoint.pipeline.embedded import EmbeddedChannel
 from sparkpoint.pipeline.functions import (
     Context,
     InitializationContext,
@@ -35,6 +37,18 @@ from sparkpoint.pipeline.operator_state import OperatorListState, OperatorListSt
 from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
 from sparkpoint.pipeline.sink import TransactionalFileSink
 from sparkpoint.pipeline.sources import ClickEventSource, EpochRange, FileSource, Source
+
+if TYPE_CHECKING:
+    from sparkpoint.pipeline.embedded import EmbeddedChannel
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EmbeddedChannel":
+        from sparkpoint.pipeline.embedded import EmbeddedChannel
+
+        return EmbeddedChannel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ChannelNotice",
