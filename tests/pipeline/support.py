@@ -26,7 +26,10 @@ def expected() -> list[str]:
     return expected_output(source().all_records())
 
 
-def pipeline(job_id: str, out: Path, parallelism: int, records_per_epoch: int = 400) -> Pipeline:
+def pipeline(
+    job_id: str, out: Path | str, parallelism: int, records_per_epoch: int = 400
+) -> Pipeline:
+    """The clicks job writing to ``out`` (a path or any URI storage knows)."""
     return clicks_pipeline(job_id, source(records_per_epoch), str(out), parallelism=parallelism)
 
 
