@@ -4,7 +4,6 @@ files and sink files through sparkpoint's storage, not the local disk."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
 from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
@@ -16,7 +15,7 @@ from . import support
 MANUAL = 3_600_000
 
 
-def test_crash_and_rescaled_restore_with_everything_on_hdfs(spark: Any, tmp_path: Path) -> None:
+def test_crash_and_rescaled_restore_with_everything_on_hdfs(spark: Any) -> None:
     with WebHdfsServer() as server:
         base = f"webhdfs://{server.url.split('://', 1)[1]}/{uuid.uuid4().hex}"
         out, ckpt = f"{base}/out", f"{base}/ckpt"
