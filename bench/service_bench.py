@@ -118,24 +118,25 @@ def last_ack_over_http(quorum: str, subtasks: int, rounds: int, root: Path) -> f
 # --- failover ---------------------------------------------------------------------------
 
 
-def spawn(quorum: str, cluster: str, name: str, root: Path, session_s: float):  # type: ignore[no-untyped-def]
+def spawn(quorum: str, cluster: str, name: str, root: Path, session_s: float, takeover_s: float):  # type: ignore[no-untyped-def]
     port = free_port()
     cmd = [
         str(Path(sys.executable).parent / "sparkpoint"), "coordinator", "run",
         "--zookeeper", quorum, "--cluster-id", cluster, "--port", str(port),
         "--set", f"high-availability.instance-id={name}",
         "--set", f"high-availability.zookeeper.client.session-timeout={session_s} s",
-        "--set", "high-availability.leader-election.renew-interval=100 ms",
+        "--set", "high-availability.lease.renew-interval=100 ms",
+        "--set", f"high-availability.lease.takeover-timeout={takeover_s} s",
         "--set", f"state.checkpoints.dir={root}",
     ]  # fmt: skip
     log = open(root.parent / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), f"127.0.0.1:{port}"
 
 
-def one_failover(quorum: str, root: Path, session_s: float) -> float:
+def one_failover(quorum: str, root: Path, session_s: float, takeover_s: float) -> float:
     cluster = f"f-{uuid.uuid4().hex[:8]}"
     root.mkdir(parents=True)
-    procs = [spawn(quorum, cluster, f"r{i}", root / "chk", session_s) for i in range(2)]
+    procs = [spawn(quorum, cluster, f"r{i}", root / "chk", session_s, takeover_s) for i in range(2)]
     addresses = [a for _, a in procs]
     graph = cb.graph_for(8)
     acks = [
@@ -187,9 +188,10 @@ def one_failover(quorum: str, root: Path, session_s: float) -> float:
             p.wait(10)
 
 
-def failover(quorum: str, runs: int, session_s: float, root: Path) -> None:
-    print(f"\n2. kill -9 → first checkpoint by the new leader (session timeout {session_s:g} s)")
-    times = [one_failover(quorum, root / f"f{i}", session_s) for i in range(runs)]
+def failover(quorum: str, runs: int, session_s: float, takeover_s: float, root: Path) -> None:
+    how = f"lease takeover {takeover_s:g} s" if takeover_s else "no lease: session expiry"
+    print(f"\n2. kill -9 -> first checkpoint by the new leader (session {session_s:g} s, {how})")
+    times = [one_failover(quorum, root / f"f{i}", session_s, takeover_s) for i in range(runs)]
     for t in times:
         print(f"   {t:6.2f} s  = {t / session_s:.2f} x session timeout")
     med = statistics.median(times)
@@ -202,12 +204,26 @@ def main() -> None:
     parser.add_argument("--subtasks", type=int, nargs="+", default=[8, 128, 1024])
     parser.add_argument("--failovers", type=int, default=3)
     parser.add_argument("--session-timeout", type=float, default=2.0)
+    parser.add_argument(
+        "--takeover-timeouts",
+        type=float,
+        nargs="+",
+        default=[0.0, 1.0],
+        help="lease takeover timeouts to measure failover with (0: no lease)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sparkpoint-service-bench-") as tmp:
         root = Path(tmp)
         with LocalZooKeeper(root / "zk", servers=1, tick_time_ms=200) as zk:
             coordinator_overhead(zk.connect_string, args.subtasks, args.rounds, root)
-            failover(zk.connect_string, args.failovers, args.session_timeout, root)
+            for takeover in args.takeover_timeouts:
+                failover(
+                    zk.connect_string,
+                    args.failovers,
+                    args.session_timeout,
+                    takeover,
+                    root / f"t{takeover:g}",
+                )
             for conn in _connections:
                 conn.close()
 

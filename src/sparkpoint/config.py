@@ -153,8 +153,26 @@ class ZooKeeperSettings:
         "Digest credentials user:password (use a Secret; empty for none).",
     )  # fmt: skip
 
+    lease_renew_interval_s: float = _key(
+        "high-availability.lease.renew-interval", parse_duration, 0.5,
+        "How often the leader renews its lease (a fenced write of leader/info).",
+    )  # fmt: skip
+    takeover_timeout_s: float = _key(
+        "high-availability.lease.takeover-timeout", parse_duration, 2.0,
+        "A follower that sees no lease renewal for this long takes over; 0 disables "
+        "leases (failover then waits for the leader's session to expire).",
+    )  # fmt: skip
+
     def __post_init__(self) -> None:
         _check_range(self, "session_timeout_s", 1.0, 600.0)
+        _check_range(self, "lease_renew_interval_s", 0.05, 60.0)
+        if self.takeover_timeout_s:
+            if self.takeover_timeout_s < 3 * self.lease_renew_interval_s:
+                _fail(self, "takeover_timeout_s", "must be at least 3 lease renewal intervals "
+                      f"({3 * self.lease_renew_interval_s:g} s)")  # fmt: skip
+            if self.takeover_timeout_s >= self.session_timeout_s:
+                _fail(self, "takeover_timeout_s", "must be below the session timeout "
+                      f"({self.session_timeout_s:g} s)")  # fmt: skip
         _check_range(self, "connection_timeout_s", 0.1, 600.0)
         _check_range(self, "retry_wait_s", 0.0, 60.0)
         _check_range(self, "max_retry_attempts", 0, 100)
@@ -212,13 +230,6 @@ class HASettings:
         "high-availability.instance-id", parse_str, "",
         "Name of this replica in leader/info (default: host name and process id).",
     )  # fmt: skip
-    renew_interval_s: float = _key(
-        "high-availability.leader-election.renew-interval", parse_duration, 1.0,
-        "How often the leader renews leader/info with a fenced write (its lease).",
-    )  # fmt: skip
-
-    def __post_init__(self) -> None:
-        _check_range(self, "renew_interval_s", 0.01, 60.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,7 +87,8 @@ def spawn_replica(
         "high-availability.instance-id": name,
         "high-availability.zookeeper.client.session-timeout": session_timeout,
         "high-availability.zookeeper.client.retry-wait": "50 ms",
-        "high-availability.leader-election.renew-interval": "100 ms",
+        "high-availability.lease.renew-interval": "100 ms",
+        "high-availability.lease.takeover-timeout": "1 s",
         "state.checkpoints.dir": str(checkpoints_dir),
         "state.checkpoints.num-retained": "1000",
         "heartbeat.timeout": "5 s",
@@ -99,6 +100,20 @@ def spawn_replica(
     ]  # fmt: skip
     for key, value in values.items():
         command += ["--set", f"{key}={value}"]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    return ReplicaProcess(name, port, proc, log_path)
+
+
+def spawn_embedded(directory: Path, name: str) -> ReplicaProcess:
+    """`sparkpoint coordinator run --embedded`: one process, no ZooKeeper."""
+    directory.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log_path = directory / f"{name}.log"
+    command = [
+        SPARKPOINT, "coordinator", "run", "--embedded", "--port", str(port),
+        "--set", f"state.checkpoints.dir={directory / 'checkpoints'}",
+    ]  # fmt: skip
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     return ReplicaProcess(name, port, proc, log_path)

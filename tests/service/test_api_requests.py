@@ -16,7 +16,7 @@ import pytest
 from sparkpoint.checkpoint import JobGraph, OperatorSpec, OperatorSubtaskState
 from sparkpoint.client import CoordinatorClient, Invalid, NotFound
 from sparkpoint.config import load_config
-from sparkpoint.ops.zookeeper import LocalZooKeeper
+from sparkpoint.ops.zookeeper import LocalZooKeeper, free_port
 from sparkpoint.service import Service, start_service
 from sparkpoint.service.api.limits import MAX_BODY_BYTES
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
@@ -34,7 +34,8 @@ def _service(tmp_path: Path, quorum: str, cluster_id: str, **extra: str) -> Serv
             "high-availability.zookeeper.quorum": quorum,
             "high-availability.cluster-id": cluster_id,
             "high-availability.zookeeper.client.session-timeout": "2 s",
-            "high-availability.leader-election.renew-interval": "100 ms",
+            "high-availability.lease.renew-interval": "100 ms",
+            "high-availability.lease.takeover-timeout": "1 s",
             "rest.port": "0",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
             "state.savepoints.dir": str(tmp_path / "savepoints"),
@@ -241,6 +242,14 @@ def test_follower_redirects_and_answers_status(
             refused(f.get(f"/v1/jobs/{JOB}/checkpoints/12345"), 404, "unknown_checkpoint")
             refused(f.get("/v1/jobs/nope"), 404, "unknown_job")
             assert f.get("/readyz").status_code == 200
+            # The client: a dead address, then the follower; it ends up at the leader.
+            dead = f"127.0.0.1:{free_port()}"
+            with CoordinatorClient([dead, follower.address], retry_for_s=10) as client:
+                beat = client.heartbeat(JOB, 0)
+                assert client.leader_address == service.address
+                assert [n.checkpoint_id for n in beat.notifications if n.type == "complete"] == [
+                    cid
+                ]
             service.replica.stop()  # the leader leaves; nobody else contends
             gone = wait_until(
                 lambda: (
@@ -263,6 +272,8 @@ def _follower(tmp_path: Path, quorum: str, cluster_id: str) -> Service:
             "high-availability.zookeeper.quorum": quorum,
             "high-availability.cluster-id": cluster_id,
             "high-availability.type": "zookeeper",
+            # No lease: with the leader gone, only the election queue decides (blocked).
+            "high-availability.lease.takeover-timeout": "0 s",
             "rest.port": "0",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
         },

@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from sparkpoint.ha import ZooKeeperConnection, read_leader
+from sparkpoint.ha import ZooKeeperConnection, list_contenders, read_leader
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.support.waiting import wait_until
 
@@ -64,6 +64,10 @@ def test_kill_9_leader_new_leader_continues_without_reregistration(replicas, obs
         assert not never_done & set(driver.completed_ids())
         assert driver.registrations == 1
         assert read_leader(observer).instance_id == new.name
+        assert new.metric("sparkpoint_is_leader") == 1
+        assert new.metric(f'sparkpoint_checkpoints_completed_total{{job="{JOB}"}}') >= 3
+        follower = next(p for p in procs if p not in (old, new))
+        assert follower.metric("sparkpoint_is_leader") == 0
         assert_history_sound(driver, observer)
     finally:
         driver.stop()
@@ -72,7 +76,12 @@ def test_kill_9_leader_new_leader_continues_without_reregistration(replicas, obs
 @pytest.mark.slow
 def test_sigterm_hands_over_without_waiting_for_the_session(replicas, observer) -> None:
     session_timeout = 20.0  # a handover that waited for expiry would blow the deadline
-    procs = [replicas(f"t{i}", session_timeout=f"{session_timeout:g} s") for i in range(2)]
+    # No lease either: only the released leadership can make the handover quick.
+    no_lease = {"high-availability.lease.takeover-timeout": "0 s"}
+    procs = [
+        replicas(f"t{i}", session_timeout=f"{session_timeout:g} s", settings=no_lease)
+        for i in range(2)
+    ]
     old = wait_leader(procs)
     driver = Driver([p.address for p in procs], make_graph(JOB)).start()
     try:
@@ -114,6 +123,12 @@ def test_zombie_leader_completes_nothing_and_steps_down(replicas, observer) -> N
             timeout=30,
             message="the other replica takes over while the leader is stopped",
         )
+        # Past its session timeout: ZooKeeper dropped its ephemeral latch node.
+        wait_until(
+            lambda: zombie.name not in {c.instance_id for c in list_contenders(observer)},
+            timeout=30,
+            message="the stopped leader's session expires",
+        )
         driver.acking.set()
         wait_until(
             lambda: any(e > zombie_epoch for e, _ in driver.completed),
@@ -134,7 +149,8 @@ def test_zombie_leader_completes_nothing_and_steps_down(replicas, observer) -> N
         response = httpx.post(
             f"{zombie.address}/v1/jobs/{JOB}/checkpoints/{held_id}/acks", json=body, timeout=30
         )
-        assert response.status_code != 200 or response.json()["status"] != "completed"
+        # Redirected (it knows it lost), or refused mid-way (its store write was fenced).
+        assert response.status_code in (307, 503), response.text
         wait_until(lambda: zombie.state() == "follower", timeout=30, message="zombie steps down")
         assert zombie.metric("sparkpoint_fenced_writes_total") >= 1
         assert held_id not in stored_ids(observer)
@@ -144,3 +160,21 @@ def test_zombie_leader_completes_nothing_and_steps_down(replicas, observer) -> N
         assert_history_sound(driver, observer)
     finally:
         driver.stop()
+
+
+def test_embedded_replica_serves_and_exits_cleanly_on_sigterm(tmp_path) -> None:
+    from .support import spawn_embedded
+
+    replica = spawn_embedded(tmp_path, "solo")
+    try:
+        wait_leader([replica])
+        driver = Driver([replica.address], make_graph(JOB)).start()
+        try:
+            wait_until(lambda: len(driver.completed) >= 2, timeout=30, message="checkpoints")
+        finally:
+            driver.stop()
+        assert httpx.get(f"{replica.address}/readyz", timeout=5).status_code == 200
+        replica.signal(signal.SIGTERM)
+        assert replica.proc.wait(20) == 0, replica.log()
+    finally:
+        replica.kill()

@@ -60,6 +60,8 @@ def spawn_contender(
     renew_interval: float = 0.1,
     job: str | None = None,
     work_interval: float = 0.05,
+    takeover_timeout: float = 0.0,
+    prefix: list[str] | None = None,
 ) -> ContenderProcess:
     directory.mkdir(parents=True, exist_ok=True)
     status = directory / f"{name}.json"
@@ -70,8 +72,10 @@ def spawn_contender(
         "--session-timeout", str(session_timeout), "--renew-interval", str(renew_interval),
         "--status", str(status), "--work-interval", str(work_interval),
     ]  # fmt: skip
+    command += ["--takeover-timeout", str(takeover_timeout)]
     if job:
         command += ["--job", job]
+    command = [*(prefix or []), *command]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     return ContenderProcess(name, status, proc, log_path)

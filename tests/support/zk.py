@@ -11,13 +11,19 @@ from sparkpoint.ha import ZooKeeperConnection
 
 
 def settings_for(
-    connect_string: str, *, session_timeout_s: float = 2.0, **kw: object
+    connect_string: str,
+    *,
+    session_timeout_s: float = 2.0,
+    takeover_timeout_s: float = 0.0,
+    **kw: object,
 ) -> ZooKeeperSettings:
-    """Settings for a fresh, isolated cluster id on ``connect_string``."""
+    """Settings for a fresh, isolated cluster id on ``connect_string``; no lease unless a
+    takeover timeout is given (so failover waits for session expiry)."""
     return ZooKeeperSettings(
         quorum=connect_string,
         cluster_id=f"t-{uuid.uuid4().hex[:12]}",
         session_timeout_s=session_timeout_s,
+        takeover_timeout_s=takeover_timeout_s,
         connection_timeout_s=10.0,
         retry_wait_s=0.05,
         **kw,  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from typing import Any
 
 from sparkpoint.checkpoint.errors import InvalidCheckpointValue
 from sparkpoint.checkpoint.ids import validate_job_id
-from sparkpoint.checkpoint.keygroups import UPPER_BOUND_MAX_PARALLELISM
+from sparkpoint.checkpoint.keygroups import validate_parallelism
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,16 +29,7 @@ class OperatorSpec:
     def __post_init__(self) -> None:
         if not self.uid or "/" in self.uid:
             raise InvalidCheckpointValue(f"operator uid {self.uid!r} is empty or contains '/'")
-        if not 1 <= self.max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
-            raise InvalidCheckpointValue(
-                f"operator {self.uid}: max parallelism {self.max_parallelism} is out of range "
-                f"1..{UPPER_BOUND_MAX_PARALLELISM}"
-            )
-        if not 1 <= self.parallelism <= self.max_parallelism:
-            raise InvalidCheckpointValue(
-                f"operator {self.uid}: parallelism {self.parallelism} is out of range "
-                f"1..{self.max_parallelism} (its max parallelism)"
-            )
+        validate_parallelism(self.uid, self.parallelism, self.max_parallelism)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -9,7 +9,7 @@ from types import MappingProxyType
 from sparkpoint.checkpoint.errors import InvalidCheckpointValue
 from sparkpoint.checkpoint.handles import KeyGroupsStateHandle, OperatorStateHandle
 from sparkpoint.checkpoint.ids import validate_checkpoint_id, validate_job_id
-from sparkpoint.checkpoint.keygroups import UPPER_BOUND_MAX_PARALLELISM
+from sparkpoint.checkpoint.keygroups import validate_parallelism
 from sparkpoint.checkpoint.status import CheckpointKind
 
 
@@ -46,16 +46,7 @@ class OperatorState:
         object.__setattr__(self, "subtask_states", MappingProxyType(dict(self.subtask_states)))
         if not self.operator_uid:
             raise InvalidCheckpointValue("operator state with an empty uid")
-        if not 1 <= self.max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
-            raise InvalidCheckpointValue(
-                f"operator {self.operator_uid}: max parallelism {self.max_parallelism} is out of "
-                f"range 1..{UPPER_BOUND_MAX_PARALLELISM}"
-            )
-        if not 1 <= self.parallelism <= self.max_parallelism:
-            raise InvalidCheckpointValue(
-                f"operator {self.operator_uid}: parallelism {self.parallelism} is out of range "
-                f"1..{self.max_parallelism} (its max parallelism)"
-            )
+        validate_parallelism(self.operator_uid, self.parallelism, self.max_parallelism)
         for index in self.subtask_states:
             if isinstance(index, bool) or not isinstance(index, int):
                 raise InvalidCheckpointValue(

@@ -59,6 +59,7 @@ class ZooKeeperCheckpointIDCounter:
         self._path = conn.paths.counter(job_id)
         self._initial = validate_checkpoint_id(initial)
         self._max_attempts = max_attempts
+        self._known: tuple[int, int] | None = None  # (value, version) after our last write
 
     @property
     def path(self) -> str:
@@ -114,7 +115,9 @@ class ZooKeeperCheckpointIDCounter:
 
     def _compare_and_set(self, update: Callable[[int], int], what: str) -> int:
         for _ in range(self._max_attempts):
-            read = self._read()
+            # The value and version our last write produced save a read round trip; if
+            # someone else wrote since, the compare-and-set fails and we read afresh.
+            read, self._known = self._known or self._read(), None
             if read is None:
                 raise HAError(f"counter {self._path} does not exist (start() it first)")
             current, version = read
@@ -122,17 +125,18 @@ class ZooKeeperCheckpointIDCounter:
             if new == current:
                 return current
             try:
-                self._fence.commit(
+                (stat,) = self._fence.commit(
                     [Op.set(self._path, encode_count(new), version=version)],
                     f"{what} counter {self._path}",
                 )
-                return current
             except ConflictError:
                 continue  # another writer got there first
             except PossiblyAppliedError:
                 # Maybe ours went through: treat `current` as possibly issued and move on.
                 log.warning("counter %s: in-doubt write, re-reading", self._path)
                 continue
+            self._known = (new, stat.version)
+            return current
         raise HAError(f"counter {self._path}: gave up after {self._max_attempts} conflicts")
 
     def _missing_parents(self) -> list[Op]:

@@ -58,6 +58,10 @@ class _NoListener:
 class ZooKeeperLeaderElection:
     """One contender. ``start()`` joins the election; ``stop()`` leaves it gracefully.
 
+    ``renew_interval_s`` and ``takeover_timeout_s``: lease renewal and takeover (None:
+    from the connection's settings, where a takeover timeout of 0 means no lease, so
+    failover waits for the leader's session to expire).
+
     ``suspend_grace_s``: how long a leader whose connection is SUSPENDED waits for it to
     come back before giving up leadership; it stops acting at once either way. The
     default, a third of the session timeout, ends before the server can expire the
@@ -71,9 +75,16 @@ class ZooKeeperLeaderElection:
         instance_id: str,
         address: str = "",
         listener: LeadershipListener | None = None,
-        renew_interval_s: float = 1.0,
+        renew_interval_s: float | None = None,
         suspend_grace_s: float | None = None,
+        takeover_timeout_s: float | None = None,
+        lease_margin_s: float | None = None,
     ) -> None:
+        # Unless told otherwise, the lease follows the configuration (takeover 0 = no lease).
+        settings = conn.settings
+        renew_interval_s = renew_interval_s or settings.lease_renew_interval_s
+        if takeover_timeout_s is None:
+            takeover_timeout_s = settings.takeover_timeout_s or None
         self.conn = conn
         self.instance_id = instance_id
         self.address = address
@@ -82,6 +93,18 @@ class ZooKeeperLeaderElection:
         self.suspend_grace_s = (
             conn.settings.session_timeout_s / 3 if suspend_grace_s is None else suspend_grace_s
         )
+        if takeover_timeout_s is not None and takeover_timeout_s < 2 * renew_interval_s:
+            raise ValueError(
+                f"takeover timeout {takeover_timeout_s} s must be at least two renewal "
+                f"intervals ({renew_interval_s} s)"
+            )
+        self.takeover_timeout_s = takeover_timeout_s
+        self.lease_margin_s = (
+            (takeover_timeout_s or 0.0) / 4 if lease_margin_s is None else lease_margin_s
+        )
+        self._observed: tuple[object, ...] | None = None
+        self._observed_at = 0.0
+        self._latch_owners: dict[str, str] = {}
         self._token = uuid.uuid4().hex  # finds our latch node again after an in-doubt create
         self._wake = threading.Condition()
         self._poked = False
@@ -147,6 +170,8 @@ class ZooKeeperLeaderElection:
             "terms_won": self.terms_won,
             "demotions": list(self.demotions),
             "latch_node": self._my_node,
+            "can_act": lead.can_act() if lead else False,
+            "lease_remaining_s": lead.lease_remaining() if lead else None,
         }
 
     # --- event plumbing (never blocks, never calls ZooKeeper) ---------------------------
@@ -199,7 +224,10 @@ class ZooKeeperLeaderElection:
         self._leave()
 
     def _follower_wait(self) -> float:
-        return 1.0 if self.conn.state is ConnectionState.CONNECTED else 0.5
+        if self.conn.state is not ConnectionState.CONNECTED:
+            return 0.5
+        # Watching a lease means looking at it often enough to notice it lapse promptly.
+        return self.renew_interval_s / 2 if self.takeover_timeout_s else 1.0
 
     def _follow(self, _events: list[ConnectionState]) -> None:
         if self._step_down_request is not None:
@@ -224,6 +252,9 @@ class ZooKeeperLeaderElection:
                     self.conn.client.delete(f"{latch}/{old}")
             self._poke()
             return
+        if self.takeover_timeout_s is not None:
+            self._follow_lease(children, node)
+            return
         position = children.index(node)
         if position == 0:
             self._try_lead()
@@ -232,6 +263,61 @@ class ZooKeeperLeaderElection:
             predecessor = f"{latch}/{children[position - 1]}"
             if self.conn.client.exists(predecessor, watch=self._poke) is None:
                 self._poke()  # gone already: look again at once
+
+    def _follow_lease(self, children: list[str], node: str) -> None:
+        """Take over when the leader's lease has lapsed (DESIGN.md section 3, leases).
+
+        The leader renews leader/info every renewal interval. A follower that sees no
+        renewal for the takeover timeout, on its own monotonic clock, takes over by a
+        compare-and-set on leader/epoch from the version it saw — so at most one follower
+        wins, and a leader that renewed after all keeps its epoch. The first contender in
+        line (leaving out the silent leader) goes first; each one behind it gives those
+        ahead a renewal interval's head start, so they rarely collide.
+        """
+        assert self.takeover_timeout_s is not None
+        paths = self.conn.paths
+        now = time.monotonic()
+        with translate.reads("reading the leader lease"):
+            try:
+                raw, _ = self.conn.retry(self.conn.client.get, paths.leader_info)
+            except NoNodeError:
+                raw = None
+            epoch_stat = self.conn.retry(self.conn.client.exists, paths.epoch)
+            self.conn.client.exists(paths.leader_info, watch=self._poke)  # wake on change
+        epoch = epoch_stat.version if epoch_stat is not None else None
+        info = LeaderInfo.from_bytes(raw) if raw else None
+        live = info is not None and info.epoch == epoch
+        observed: tuple[object, ...] = (
+            (info.instance_id, info.epoch, info.renewals) if live and info else ("none", epoch)
+        )
+        if observed != self._observed:
+            self._observed, self._observed_at = observed, now
+        waited = now - self._observed_at
+        if live and waited < self.takeover_timeout_s:
+            return  # a leader renews its lease
+        leader_id = info.instance_id if live and info else None
+        candidates = [c for c in children if self._latch_owner(c) != leader_id]
+        if node not in candidates:
+            return
+        # A leader that just won the epoch publishes its info one round trip later: give
+        # it a moment before treating "no info" as "no leader".
+        head_start = self.takeover_timeout_s if live else min(0.1, self.renew_interval_s)
+        if waited >= head_start + candidates.index(node) * self.renew_interval_s:
+            why = f"lease of {leader_id} lapsed {waited:.2f} s ago" if live else "no leader"
+            log.info("%s: %s; taking over", self.instance_id, why)
+            self._try_lead(seen_epoch=epoch)
+
+    def _latch_owner(self, node: str) -> str | None:
+        if node not in self._latch_owners:
+            try:
+                with translate.reads("reading a latch node"):
+                    raw, _ = self.conn.retry(
+                        self.conn.client.get, f"{self.conn.paths.latch}/{node}"
+                    )
+                self._latch_owners[node] = json.loads(raw.decode())["instance_id"]
+            except (NoNodeError, ValueError, KeyError):
+                return None
+        return self._latch_owners[node]
 
     def _ensure_latch_node(self) -> str:
         session = self.conn.session_id
@@ -257,8 +343,8 @@ class ZooKeeperLeaderElection:
         self._my_node, self._my_session = node, session
         return node
 
-    def _try_lead(self) -> None:
-        seen = read_epoch(self.conn)
+    def _try_lead(self, seen_epoch: int | None = None) -> None:
+        seen = read_epoch(self.conn) if seen_epoch is None else seen_epoch
         nonce = uuid.uuid4().hex
         payload = json.dumps(
             {"instance_id": self.instance_id, "nonce": nonce, "at_ms": _now_ms()}
@@ -280,11 +366,13 @@ class ZooKeeperLeaderElection:
         self._since_ms = _now_ms()
         self._renewals = 0
         self._suspended_since = None
+        sent = time.monotonic()
         try:
             self._publish(first=True)
         except (FencedError, HAError) as exc:
             self._step_down(f"could not publish leader info: {exc}", fenced=True)
             return
+        self._extend_lease(leadership, sent)
         self._next_renewal = time.monotonic() + self.renew_interval_s
         self._state = ContenderState.LEADER
         self.terms_won += 1
@@ -329,6 +417,7 @@ class ZooKeeperLeaderElection:
             self._renewals += 1
             try:
                 self._publish(first=False)
+                self._extend_lease(lead, now)
             except FencedError as exc:
                 self._step_down(f"fenced: {exc}", fenced=True)
                 return
@@ -373,6 +462,14 @@ class ZooKeeperLeaderElection:
             except HAError as exc:
                 reason += f" (epoch not confirmed: {exc})"
         self._step_down(reason)
+
+    def _extend_lease(self, lead: Leadership, sent: float) -> None:
+        """A renewal sent at ``sent`` and applied keeps this leader acting until
+        ``sent + takeover timeout - margin``. Followers count the takeover timeout from
+        when they *saw* the renewal, which is later than ``sent``, so the leader always
+        stops acting before any follower may take over."""
+        if self.takeover_timeout_s is not None:
+            lead._set_lease_deadline(sent + self.takeover_timeout_s - self.lease_margin_s)
 
     def _resume_if_still_leader(self, lead: ZooKeeperLeadership) -> None:
         # Same session is back. Re-read the epoch before acting again (never assume).

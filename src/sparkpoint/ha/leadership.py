@@ -35,9 +35,23 @@ class Leadership:
         self.revoked = threading.Event()
         self.revoke_reason: str | None = None
         self._suspended = threading.Event()
+        self._lease_deadline: float | None = None  # monotonic; None = no lease (sessions only)
 
     def can_act(self) -> bool:
-        return not self.revoked.is_set() and not self._suspended.is_set()
+        return (
+            not self.revoked.is_set()
+            and not self._suspended.is_set()
+            and (self._lease_deadline is None or time.monotonic() < self._lease_deadline)
+        )
+
+    def lease_remaining(self) -> float | None:
+        """Seconds this leader may still act without another renewal (None: no lease)."""
+        if self._lease_deadline is None:
+            return None
+        return max(0.0, self._lease_deadline - time.monotonic())
+
+    def _set_lease_deadline(self, deadline: float) -> None:
+        self._lease_deadline = deadline
 
     def ensure_can_act(self) -> None:
         """Raise unless this leadership may act now."""
@@ -49,6 +63,8 @@ class Leadership:
             )
         if self._suspended.is_set():
             raise NotConnectedError(f"leadership of epoch {self.epoch} is suspended")
+        if self._lease_deadline is not None and time.monotonic() >= self._lease_deadline:
+            raise NotConnectedError(f"the lease of epoch {self.epoch} lapsed without renewal")
 
     @property
     def is_suspended(self) -> bool:

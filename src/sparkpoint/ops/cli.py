@@ -20,16 +20,23 @@ def main() -> None:
 
 def _register_commands() -> None:
     # Each command group lives in its own module; this is the only place that lists them.
+    from sparkpoint.ops.cli_demo import demo
     from sparkpoint.ops.cli_metadata import metadata_group
     from sparkpoint.ops.cli_restore import restore
     from sparkpoint.ops.cli_service import coordinator_group
     from sparkpoint.ops.cli_status import COMMANDS as STATUS_COMMANDS
+    from sparkpoint.ops.cli_zookeeper import zookeeper_group
 
+    main.add_command(demo)
     main.add_command(metadata_group)
     main.add_command(restore)
+    main.add_command(zookeeper_group)
     main.add_command(coordinator_group)
     for command in STATUS_COMMANDS:
         main.add_command(command)
 
 
 _register_commands()
+
+if __name__ == "__main__":
+    main()

@@ -44,13 +44,14 @@ class Contender:
             session_timeout_s=args.session_timeout,
             connection_timeout_s=30.0,
             retry_wait_s=0.05,
+            lease_renew_interval_s=args.renew_interval,
+            takeover_timeout_s=args.takeover_timeout,
         )
         self.conn = ZooKeeperConnection(settings)
         self.election = ZooKeeperLeaderElection(
             self.conn,
             instance_id=args.instance_id,
             address=f"pid:{os.getpid()}",
-            renew_interval_s=args.renew_interval,
         )
         self.status_path = Path(args.status) if args.status else None
         self.ids_path = Path(f"{args.status}.ids") if args.status else None
@@ -61,6 +62,10 @@ class Contender:
     def run(self) -> int:
         self.conn.start()
         self.election.start()
+        # Status is written from its own thread: the work loop may block in a ZooKeeper
+        # call for as long as kazoo takes to notice a dead link.
+        reporter = threading.Thread(target=self._report, name="status", daemon=True)
+        reporter.start()
         counter: ZooKeeperCheckpointIDCounter | None = None
         term: ZooKeeperLeadership | None = None
         next_work = time.monotonic()
@@ -73,12 +78,17 @@ class Contender:
                 counter = counter or self._counter(lead)
                 if counter is not None and lead.can_act():
                     self._issue(counter, lead)
-            self._write_status()
             self.stopping.wait(0.02)
         self.election.stop()
         self.conn.close()
+        reporter.join(5)
         self._write_status(final=True)
         return 0
+
+    def _report(self) -> None:
+        while not self.stopping.is_set():
+            self._write_status()
+            self.stopping.wait(0.02)
 
     def _counter(self, lead: ZooKeeperLeadership) -> ZooKeeperCheckpointIDCounter | None:
         counter = ZooKeeperCheckpointIDCounter(self.conn, self.args.job, lead.fence)
@@ -135,7 +145,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cluster-id", default="default", help="cluster id (default default)")
     parser.add_argument("--instance-id", required=True, help="this contender's name")
     parser.add_argument("--session-timeout", type=float, default=30.0, help="seconds")
-    parser.add_argument("--renew-interval", type=float, default=1.0, help="seconds")
+    parser.add_argument("--renew-interval", type=float, default=0.5, help="lease renewal (s)")
+    parser.add_argument(
+        "--takeover-timeout", type=float, default=0.0,
+        help="take over a leader silent this long (s); 0: wait for its session to expire",
+    )  # fmt: skip
     parser.add_argument("--status", help="file to keep this contender's JSON status in")
     parser.add_argument("--job", help="as leader, issue ids from this job's counter")
     parser.add_argument("--work-interval", type=float, default=0.1, help="seconds between ids")

@@ -173,7 +173,10 @@ class LocalZooKeeper:
 
     def start(self, timeout: float = 60.0) -> LocalZooKeeper:
         """Start every server and wait until the ensemble serves requests."""
-        if self.running_servers():
+        previous = self.base_dir / STATE_FILE
+        if self.running_servers() or (
+            previous.exists() and LocalZooKeeper.attach(self.base_dir).running_servers()
+        ):
             raise ZooKeeperLaunchError(f"a ZooKeeper launched from {self.base_dir} is running")
         self.base_dir.mkdir(parents=True, exist_ok=True)
         classpath = self._classpath or find_classpath()

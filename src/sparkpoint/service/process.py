@@ -128,8 +128,7 @@ def start_service(config: Config) -> Service:
                 zk_conn,
                 instance_id=instance_id,
                 address=address,
-                listener=r,
-                renew_interval_s=config.ha.renew_interval_s,
+                listener=r,  # lease renewal and takeover follow config.zookeeper
             )
 
     server = uvicorn.Server(

@@ -125,7 +125,10 @@ class Replica:
             )
         leader = self.known_leader()
         if leader is not None and leader.get("address") and leader["address"] != self.address:
-            return self._redirect(leader)
+            raise NotLeaderError(
+                f"{leader['instance_id']} leads epoch {leader['epoch']}",
+                leader_address=str(leader["address"]),
+            )
         raise NotLeaderError("no coordinator is leader at the moment; retry shortly")
 
     def known_leader(self) -> dict[str, Any] | None:
@@ -135,12 +138,6 @@ class Replica:
             return self.backend.leader_info()
         except HAError:
             return None
-
-    def _redirect(self, leader: dict[str, Any]) -> Term:
-        raise NotLeaderError(
-            f"{leader['instance_id']} leads epoch {leader['epoch']}",
-            leader_address=str(leader["address"]),
-        )
 
     def state(self) -> str:
         election = self.election

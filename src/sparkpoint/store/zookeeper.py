@@ -58,6 +58,7 @@ class ZooKeeperCompletedCheckpointStore:
         self._max_retained = validate_max_retained(max_retained)
         self._dir = conn.paths.job_checkpoints(job_id)
         self._retained: list[CheckpointPointer] = []
+        self._parents_exist = False  # saves a round trip per add once the job's node exists
         #: Pointers skipped by the last recover() because they could not be read.
         self.unreadable: list[str] = []
 
@@ -128,8 +129,9 @@ class ZooKeeperCompletedCheckpointStore:
         check_can_add(self._retained, pointer)
         subsumed = subsumed_by_adding(self._retained, self._max_retained)
         path = self._conn.paths.checkpoint(self._job_id, pointer.checkpoint_id)
+        parents = [] if self._parents_exist else missing_parent_ops(self._conn, path)
         ops = [
-            *missing_parent_ops(self._conn, path),
+            *parents,
             Op.create(path, pointer.to_bytes()),
             *(
                 Op.delete(self._conn.paths.checkpoint(self._job_id, s.checkpoint_id))
@@ -141,6 +143,7 @@ class ZooKeeperCompletedCheckpointStore:
             fence.commit(ops, what)
         except ConflictError as exc:
             # ZooKeeper disagrees with our view (someone else wrote): re-read, then refuse.
+            self._parents_exist = False
             self.recover()
             raise CheckpointStoreError(
                 f"{exc}; the store was re-read, nothing was changed"
@@ -149,6 +152,7 @@ class ZooKeeperCompletedCheckpointStore:
             if not self._applied(path, pointer):
                 raise
             log.warning("%s: in-doubt write turned out applied", what)
+        self._parents_exist = True
         self._retained = [*self._retained[len(subsumed) :], pointer]
         self._discard(subsumed, discarder)
         return subsumed
@@ -180,6 +184,7 @@ class ZooKeeperCompletedCheckpointStore:
         if ops:
             fence.commit(ops, f"removing the checkpoints of job {self._job_id}")
         self._retained = []
+        self._parents_exist = False
         self._discard(dropped, discarder)
 
     def _require_fence(self) -> Fence:
