@@ -11,7 +11,8 @@ SparkSession, in one run.
 3. Time to resume after the driver is killed (kill -9), for both: from starting the new
    driver process to its first epoch / micro-batch after the restore.
 
-Run:  uv sync --group bench && .venv/bin/python bench/pipeline_bench.py [--records 200000]
+Run:  uv sync --group bench && .venv/bin/python bench/pipeline_bench.py \
+          [--records 800000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -232,10 +233,17 @@ def resume_time(role: str, inbox: Path, work: Path) -> float:
     return resumed
 
 
+def median_run(results: list[dict[str, float]]) -> dict[str, float]:
+    """The run with the median records/s."""
+    ordered = sorted(results, key=lambda r: r["records_per_s"])
+    return ordered[len(ordered) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--records", type=int, default=800_000)
     parser.add_argument("--files-per-split", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-resume", action="store_true")
     parser.add_argument("--role", choices=["sparkpoint", "ss"])
     parser.add_argument("--input", type=Path)
@@ -260,15 +268,26 @@ def main() -> None:
     run_sparkpoint(spark, warm, root / "warm", MANUAL)
     run_structured_streaming(spark, warm, root / "warm-ss")
 
-    on = run_sparkpoint(spark, inbox, root / "on", 10_000)
-    off = run_sparkpoint(spark, inbox, root / "off", MANUAL)
-    ss = run_structured_streaming(spark, inbox, root / "ss")
+    # Rounds in rotating order, medians reported: the machine is shared and noisy.
+    runs: dict[str, list[dict[str, float]]] = {"on": [], "off": [], "ss": []}
+    order = ["on", "off", "ss"]
+    for n in range(args.rounds):
+        for mode in order[n % 3 :] + order[: n % 3]:
+            work = root / f"{mode}-{n}"
+            if mode == "ss":
+                result = run_structured_streaming(spark, inbox, work)
+            else:
+                result = run_sparkpoint(spark, inbox, work, 10_000 if mode == "on" else MANUAL)
+            runs[mode].append(result)
+            print(f"  round {n + 1} {mode:>3}: {result['records_per_s']:,.0f} records/s")
     spark.stop()
+    on, off, ss = (median_run(runs[m]) for m in ("on", "off", "ss"))
 
     def line(name: str, r: dict[str, float], extra: str) -> None:
         print(f"{name:<44} {r['records_per_s']:>10,.0f} records/s  ({r['records']:,.0f} in "
               f"{r['seconds']:.1f} s; {extra})")  # fmt: skip
 
+    print(f"medians of {args.rounds} rounds:")
     line("sparkpoint, checkpointing off (anchor)", off, f"{off['epochs']:.0f} epochs")
     line(
         "sparkpoint, checkpoint every 10 s",
