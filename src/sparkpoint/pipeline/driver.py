@@ -207,7 +207,7 @@ class PipelineDriver:
             self.status.last_completed = notice.checkpoint_id
         log.info("checkpoint %d complete: %d files committed", notice.checkpoint_id, committed)
         if notice.checkpoint_id == self._stop_savepoint:
-            self._stopped = True
+            self._stopped = self.status.finished = True
 
     def _on_abort(self, notice: CheckpointAborted) -> None:
         self._triggers = [t for t in self._triggers if t.checkpoint_id != notice.checkpoint_id]
@@ -378,7 +378,9 @@ class PipelineDriver:
         """Take a last checkpoint after everything read so far and wait until it is
         complete, so every output is committed. Returns its id."""
         cid = self.channel.trigger_checkpoint()
-        return self._wait_for(cid, timeout_s)
+        self._wait_for(cid, timeout_s)
+        self.status.finished = True
+        return cid
 
     def stop_with_savepoint(self, target_dir: str | None = None, timeout_s: float = 120.0) -> str:
         """Savepoint after the next epoch, then stop. Returns the savepoint directory."""
