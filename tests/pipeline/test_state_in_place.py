@@ -82,3 +82,21 @@ def test_one_partitioner_object_keeps_rdds_co_partitioned(spark: Any) -> None:
     c = sc.parallelize(pairs, 2).partitionBy(4, KeyGroupPartitioner(4, 128))
     other = a.mapValues(lambda v: v).union(c.mapValues(lambda v: v))
     assert other._jrdd.rdd().getClass().getSimpleName() == "UnionRDD"
+
+
+def test_lineage_stays_bounded_without_checkpoints(spark: Any, tmp_path: Path) -> None:
+    """Without snapshots every epoch would add to the lineage (a StackOverflowError
+    after ~100 epochs); past ``lineage_limit`` epochs it is cut."""
+    p = support.pipeline("lineage", tmp_path / "out", parallelism=2, records_per_epoch=40)
+    channel = EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=3_600_000)
+    driver = PipelineDriver(p, spark, channel, lineage_limit=3)
+    driver.start()
+    depths = []
+    for _ in range(9):
+        driver.run(max_epochs=1)
+        assert driver.state is not None
+        driver.state.count()  # materialise (and cut, when marked)
+        depths.append(len(driver.state.toDebugString().splitlines()))
+    driver.close()
+    assert not driver.status.acknowledged
+    assert max(depths[3:]) <= max(depths[:3]), depths

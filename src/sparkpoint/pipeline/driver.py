@@ -90,6 +90,9 @@ class PipelineDriver:
     >>> driver.start()           # register, restore from the latest checkpoint if any
     >>> driver.run()             # until a bounded source is exhausted
     >>> driver.finish()          # a last checkpoint, so every output is committed
+
+    ``lineage_limit``: after this many epochs without a snapshot the state RDD's lineage
+    is cut with Spark's local checkpoint (snapshots cut it durably, see ``_checkpoint``).
     """
 
     def __init__(
@@ -101,6 +104,7 @@ class PipelineDriver:
         restore_from: str | None = None,
         inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
         on_epoch: Callable[[DriverStatus], None] | None = None,
+        lineage_limit: int = 25,
     ) -> None:
         pipeline.validate()
         self.pipeline = pipeline
@@ -111,6 +115,8 @@ class PipelineDriver:
         self._restore_from = restore_from
         self._inline_threshold = inline_threshold
         self._on_epoch = on_epoch
+        self._lineage_limit = lineage_limit
+        self._epochs_since_reload = 0
         self._p = pipeline.parallelism
         self._m = pipeline.effective_max_parallelism
         # ONE partitioner object for every partitionBy of this run (see partitioner.py).
@@ -175,6 +181,7 @@ class PipelineDriver:
         state = markers.partitionBy(self._p, self.partitioner).mapPartitionsWithIndex(
             LoadTask(subtasks, self._m), preservesPartitioning=True
         )
+        self._epochs_since_reload = 0
         return self._keep(state.persist(StorageLevel.MEMORY_AND_DISK))
 
     def _keep(self, rdd: RDD[Any]) -> RDD[Any]:
@@ -262,6 +269,14 @@ class PipelineDriver:
         self.state = result.mapPartitions(only_state, preservesPartitioning=True).persist(
             StorageLevel.MEMORY_AND_DISK
         )
+        self._epochs_since_reload += 1
+        if self._epochs_since_reload >= self._lineage_limit:
+            # No snapshot for a while (checkpointing off, or a long interval): every
+            # epoch adds to the lineage Spark serialises with each task, which ends in a
+            # StackOverflowError. Cut it on the executors. A lost executor then fails
+            # the job, and a restart restores the last completed checkpoint.
+            self.state.localCheckpoint()
+            self._epochs_since_reload = 0
         self._source.advance(ranges)
         self._sink.epoch_written(f for f, _ in written if f is not None)
         self.status.epoch = epoch
