@@ -29,7 +29,7 @@ def build_source(args: argparse.Namespace) -> ClickEventSource:
         splits=args.splits,
         users=args.users,
         records_per_epoch=args.records_per_epoch,
-        records_per_split=args.records_per_split,
+        records_per_split=args.records_per_split or None,
         seed=args.seed,
     )
 
@@ -46,7 +46,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--splits", type=int, default=4)
     p.add_argument("--users", type=int, default=500)
     p.add_argument("--records-per-epoch", type=int, default=2000)
-    p.add_argument("--records-per-split", type=int, default=10_000)
+    p.add_argument(
+        "--records-per-split", type=int, default=10_000, help="0: an endless stream (Ctrl-C stops)"
+    )
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--interval-ms", type=int, default=1000)
     p.add_argument("--restore-from")
@@ -100,16 +102,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     driver.start()
     report(driver.status, event="started")
-    if args.savepoint_after_epochs is not None:
-        driver.run(max_epochs=args.savepoint_after_epochs)
-        savepoint = driver.stop_with_savepoint(args.savepoint_dir)
-        report(driver.status, event="savepoint", savepoint=savepoint)
-    else:
-        driver.run()
-        driver.finish()
-        report(driver.status, event="finished")
-    driver.close()
-    spark.stop()
+    try:
+        if args.savepoint_after_epochs is not None:
+            driver.run(max_epochs=args.savepoint_after_epochs)
+            savepoint = driver.stop_with_savepoint(args.savepoint_dir)
+            report(driver.status, event="savepoint", savepoint=savepoint)
+        else:
+            driver.run()
+            driver.finish()
+            report(driver.status, event="finished")
+    except KeyboardInterrupt:
+        # Ctrl-C: stop where we are. Output of completed checkpoints is committed; the
+        # rest is replayed from the last completed checkpoint by the next start.
+        report(driver.status, event="interrupted")
+    finally:
+        driver.close()
+        spark.stop()
+    print(f"output: {args.output} (committed files: part-*.jsonl)")
+    print(f"checkpoints: {args.checkpoint_dir if not args.coordinator else 'see the coordinator'}")
     return 0
 
 
