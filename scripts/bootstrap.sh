@@ -6,6 +6,8 @@ cd "$ROOT"
 
 export UV_PYTHON_DOWNLOADS=never   # use the machine's Python, never fetch one
 export UV_LINK_MODE=copy           # the uv cache may sit on another filesystem
+# Local Spark talks only to itself: keep it on loopback whatever the host name resolves to.
+export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 
 if ! command -v uv >/dev/null 2>&1 && ! python3 -m uv --version >/dev/null 2>&1; then
     echo "sparkpoint: installing uv (the package manager that reads uv.lock)" >&2

@@ -61,20 +61,3 @@ def test_a_broken_classpath_fails_with_the_log_location(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="exited"):
         zk.start(timeout=30)
     assert zk.running_servers() == []
-
-
-@pytest.mark.slow
-def test_demo_hands_over_and_never_reuses_an_id(tmp_path: Path) -> None:
-    result = sparkpoint("demo", "--kill-leader-every", "4", "--duration", "14",
-                        "--dir", str(tmp_path), "--json")  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    events = [json.loads(line) for line in result.stdout.splitlines()]
-    leaders = [e for e in events if e["event"] == "leader"]
-    kills = [e for e in events if e["event"] == "killed"]
-    assert kills, events
-    assert len(leaders) >= 2
-    epochs = [e["epoch"] for e in leaders]
-    assert epochs == sorted(set(epochs)), "epochs must strictly rise"
-    summary = events[-1]
-    assert summary["event"] == "summary"
-    assert summary["checkpoint_ids_issued"] == summary["distinct"] > 0

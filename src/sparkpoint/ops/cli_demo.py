@@ -9,86 +9,107 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
 from sparkpoint.ops.demo import Demo, DemoOptions
 
 
-def _table(demo: Demo) -> Table:
-    table = Table(title="sparkpoint demo — leader election with fencing (Ctrl-C stops)")
-    for column in ("contender", "pid", "state", "epoch", "terms won", "ids issued", "last id"):
-        table.add_column(column)
-    for contender in demo.contenders:
-        status = contender.status()
-        ids = contender.issued()
-        table.add_row(
-            contender.name,
-            str(status.get("pid", "-")),
-            status.get("state", "starting") if contender.alive() else "killed",
-            str(status.get("epoch") or "-"),
-            str(status.get("terms_won", 0)),
-            str(len(ids)),
-            str(ids[-1]) if ids else "-",
-        )
-    return table
+def _view(demo: Demo) -> Group:
+    p = demo.progress
+    pipeline = Table(title="pipeline: clicks per user (Spark local mode)", show_header=True)
+    for column in ("epoch", "records", "records/s", "last checkpoint", "restored from"):
+        pipeline.add_column(column)
+    pipeline.add_row(str(p.epoch), f"{p.records:,}", f"{p.records_per_s:,.0f}",
+                     str(p.last_completed or "-"), str(p.restored_from or "-"))  # fmt: skip
+    coordinators = Table(title="coordinators (Ctrl-C stops everything)")
+    for column in ("replica", "pid", "role", "address"):
+        coordinators.add_column(column)
+    leader = demo.leader[0] if demo.leader else None
+    queued = demo.contenders()
+    for replica in demo.replicas:
+        role = "killed" if not replica.alive() else (
+            f"leader (epoch {demo.leader[1]})" if demo.leader and replica.name == leader
+            else "follower" if replica.name in queued else "starting"
+        )  # fmt: skip
+        pid = str(replica.proc.pid) if replica.proc else "-"
+        coordinators.add_row(replica.name, pid, role, replica.address)
+    return Group(pipeline, coordinators)
 
 
 @click.command("demo")
-@click.option("--kill-leader-every", type=click.FloatRange(min=1.0), metavar="SECONDS",
-              help="Kill the current leader every SECONDS to show failover.")  # fmt: skip
+@click.option("--kill-leader-every", type=click.FloatRange(min=2.0), metavar="SECONDS",
+              help="Kill the leading coordinator every SECONDS to show failover.")  # fmt: skip
 @click.option("--signal", "signal_name", type=click.Choice(["KILL", "TERM", "STOP"]),
-              default="KILL", show_default=True, help="How the leader is killed.")  # fmt: skip
+              default="KILL", show_default=True,
+              help="How the leader is killed (STOP pauses it past the takeover).")  # fmt: skip
+@click.option("--checkpoint-interval", type=click.FloatRange(min=0.5), default=3.0,
+              show_default=True, help="Seconds between checkpoints.")  # fmt: skip
+@click.option("--parallelism", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Parallelism of the keyed operator (Spark partitions).")  # fmt: skip
 @click.option("--session-timeout", type=click.FloatRange(1.0, 600.0), default=10.0,
-              show_default=True, help="Contenders' ZooKeeper session timeout (s).")  # fmt: skip
+              show_default=True, help="Coordinators' ZooKeeper session timeout (s).")  # fmt: skip
 @click.option("--takeover-timeout", type=click.FloatRange(min=0.0), default=1.5,
               show_default=True,
-              help="Followers take over a leader whose lease went unrenewed this long (s); "
-                   "0 waits for its session to expire instead.")  # fmt: skip
+              help="A follower takes over when the leader's lease went unrenewed this long "
+                   "(s); 0 waits for its session to expire instead.")  # fmt: skip
 @click.option("--duration", type=click.FloatRange(min=1.0), metavar="SECONDS",
               help="Stop by itself after SECONDS (default: run until Ctrl-C).")  # fmt: skip
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
-              help="Where data and logs go (default: a new temporary directory).")  # fmt: skip
+              help="Where output, checkpoints and logs go (default: a new temporary "
+                   "directory).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
 def demo(
     kill_leader_every: float | None,
     signal_name: str,
+    checkpoint_interval: float,
+    parallelism: int,
     session_timeout: float,
     takeover_timeout: float,
     duration: float | None,
     directory: Path | None,
     as_json: bool,
 ) -> None:
-    """Run a local ZooKeeper and three coordinator contenders, and watch failover.
+    """Run ZooKeeper, two coordinators and a stateful PySpark pipeline on this machine.
 
-    The leader issues checkpoint ids from a job's counter in ZooKeeper; with
-    --kill-leader-every it is killed on schedule, another contender takes over with a
-    higher fencing epoch as soon as the leader's lease lapses (--takeover-timeout, not
-    the session timeout), and the ids keep rising without ever being reused.
+    The pipeline computes per-user running totals and sessions over generated click
+    events, checkpoints every few seconds through the coordinators, and writes its
+    output exactly once. With --kill-leader-every the leading coordinator is killed on
+    schedule: the other takes over by lease, the pipeline keeps running, and checkpoint
+    ids keep rising. Ctrl-C stops everything cleanly and prints where the output and the
+    checkpoints are.
     """
-    directory = directory or Path(tempfile.mkdtemp(prefix="sparkpoint-demo-"))
+    directory = (directory or Path(tempfile.mkdtemp(prefix="sparkpoint-demo-"))).resolve()
     console = Console()
-    events: list[dict[str, Any]] = []
 
     def emit(event: dict[str, Any]) -> None:
-        events.append(event)
         if as_json:
-            click.echo(json.dumps(event))
-        elif event["event"] == "leader":
+            click.echo(json.dumps(event), nl=True)
+            return
+        kind = event["event"]
+        if kind == "leader":
             extra = f" after {event['handover_s']} s" if "handover_s" in event else ""
             console.log(
                 f"[bold green]{event['leader']}[/] leads with epoch {event['epoch']}{extra}"
             )
-        elif event["event"] == "killed":
-            console.log(f"[bold red]killed[/] {event['contender']} with SIG{event['signal']}")
-        elif event["event"] == "zookeeper":
+        elif kind == "killed":
+            console.log(f"[bold red]SIG{event['signal']}[/] sent to {event['coordinator']}")
+        elif kind == "checkpoint":
+            console.log(f"checkpoint {event['checkpoint_id']} completed (epoch {event['epoch']})")
+        elif kind == "zookeeper":
             console.log(f"ZooKeeper serving at {event['connect_string']}")
+        elif kind == "pipeline":
+            console.log(f"pipeline started (pid {event['pid']}); Spark takes a few seconds")
+        elif kind == "pipeline-exited":
+            console.log(f"[bold red]the pipeline exited with {event['code']}[/]; see the logs")
 
     options = DemoOptions(
         directory=directory,
         session_timeout_s=session_timeout,
         takeover_timeout_s=takeover_timeout,
+        checkpoint_interval_s=checkpoint_interval,
+        parallelism=parallelism,
         kill_leader_every_s=kill_leader_every,
         kill_signal=signal.Signals[f"SIG{signal_name}"],
         duration_s=duration,
@@ -99,18 +120,21 @@ def demo(
             runner.run()
         else:
             with Live(console=console, refresh_per_second=4, transient=True) as live:
-                runner.run(lambda d: live.update(_table(d)))
+                runner.run(lambda d: live.update(_view(d)))
     except KeyboardInterrupt:
         pass
     finally:
+        if not as_json:
+            console.log("stopping: pipeline first (at an epoch boundary), then coordinators")
         runner.stop()
     summary = runner.summary()
     if as_json:
         click.echo(json.dumps({"event": "summary", **summary}))
-    else:
-        console.print(_table(runner))
-        console.print(
-            f"{summary['checkpoint_ids_issued']} checkpoint ids issued, "
-            f"{summary['distinct']} distinct, highest {summary['highest']}. "
-            f"Logs and ZooKeeper data: {summary['directory']}"
-        )
+        return
+    console.print(_view(runner))
+    console.print(
+        f"{summary['epochs']} epochs, {summary['records']:,} records, last checkpoint "
+        f"{summary['last_completed_checkpoint']}, {len(summary['failovers'])} failovers.\n"
+        f"output (committed files part-*): {summary['output']}\n"
+        f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}"
+    )

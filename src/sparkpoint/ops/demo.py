@@ -1,15 +1,18 @@
-"""`sparkpoint demo`: everything that has landed, running on this machine.
+"""`sparkpoint demo`: the whole system on this machine, started by one command.
 
-A local ZooKeeper, three contender processes that elect a leader and, while leading,
-issue checkpoint ids from a job's ZooKeeper counter — and, with ``--kill-leader-every``,
-the leader killed on a schedule so you can watch the handover: a new leader with a higher
-fencing epoch, ids that keep rising and are never reused.
+A local ZooKeeper, two coordinator replicas (`sparkpoint coordinator run`, leader election
+with fencing and leases), and a Spark local-mode pipeline — per-user running totals and
+sessions over generated click events, written exactly once to files — checkpointing every
+few seconds to the local disk. With ``--kill-leader-every`` the leading coordinator is
+killed on schedule and restarted as a follower: the pipeline keeps running, the other
+replica takes over by lease, and checkpoint ids keep rising.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -20,47 +23,51 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.config import ZooKeeperSettings
-from sparkpoint.ha import ZooKeeperConnection, read_leader
-from sparkpoint.ops.zookeeper import LocalZooKeeper
+from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_leader
+from sparkpoint.ops.zookeeper import LocalZooKeeper, free_port
 
-JOB = "demo-job"
+CLUSTER = "demo"
+JOB = "clicks"
 
 
 @dataclass
-class DemoContender:
-    name: str
+class DemoOptions:
     directory: Path
+    replicas: int = 2
+    session_timeout_s: float = 10.0
+    takeover_timeout_s: float = 1.5
+    checkpoint_interval_s: float = 3.0
+    parallelism: int = 4
+    records_per_epoch: int = 2000
+    kill_leader_every_s: float | None = None
+    kill_signal: int = signal.SIGKILL
+    duration_s: float | None = None
+
+
+@dataclass
+class Replica:
+    name: str
+    port: int
     proc: subprocess.Popen[bytes] | None = None
 
     @property
-    def status_path(self) -> Path:
-        return self.directory / f"{self.name}.json"
-
-    def status(self) -> dict[str, Any]:
-        try:
-            return json.loads(self.status_path.read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def issued(self) -> list[int]:
-        path = Path(f"{self.status_path}.ids")
-        with contextlib.suppress(OSError):
-            return [int(line.split()[1]) for line in path.read_text().splitlines() if line]
-        return []
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
 
 @dataclass
-class DemoOptions:
-    directory: Path
-    contenders: int = 3
-    session_timeout_s: float = 10.0
-    takeover_timeout_s: float = 1.5
-    kill_leader_every_s: float | None = None
-    kill_signal: int = signal.SIGKILL
-    duration_s: float | None = None
+class Progress:
+    """What the pipeline reported last (one JSON line per epoch)."""
+
+    epoch: int = 0
+    records: int = 0
+    last_completed: int | None = None
+    restored_from: Any = None
+    records_per_s: float = 0.0
+    finished: bool = False
 
 
 @dataclass
@@ -68,99 +75,218 @@ class Demo:
     options: DemoOptions
     emit: Callable[[dict[str, Any]], None]
     zk: LocalZooKeeper | None = None
-    contenders: list[DemoContender] = field(default_factory=list)
+    replicas: list[Replica] = field(default_factory=list)
+    pipeline: subprocess.Popen[bytes] | None = None
     observer: ZooKeeperConnection | None = None
+    progress: Progress = field(default_factory=Progress)
+    leader: tuple[str, int] | None = None
+    failovers: list[dict[str, Any]] = field(default_factory=list)
+    _progress_offset: int = 0
+    _rate: list[tuple[float, int]] = field(default_factory=list)
+
+    # --- paths ------------------------------------------------------------------------
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.options.directory / "checkpoints"
+
+    @property
+    def output_dir(self) -> Path:
+        return self.options.directory / "output"
+
+    @property
+    def progress_file(self) -> Path:
+        return self.options.directory / "progress.jsonl"
+
+    @property
+    def logs(self) -> Path:
+        return self.options.directory / "logs"
+
+    # --- run --------------------------------------------------------------------------
 
     def run(self, render: Callable[[Demo], None] | None = None) -> None:
         opts = self.options
-        opts.directory.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(parents=True, exist_ok=True)
         self.zk = LocalZooKeeper(opts.directory / "zookeeper", tick_time_ms=500)
         self.zk.start()
         self.emit({"event": "zookeeper", "connect_string": self.zk.connect_string})
         self.observer = ZooKeeperConnection(
-            ZooKeeperSettings(quorum=self.zk.connect_string, cluster_id="demo")
+            ZooKeeperSettings(
+                quorum=self.zk.connect_string, cluster_id=CLUSTER, takeover_timeout_s=0.0
+            )
         ).start()
-        for i in range(opts.contenders):
-            contender = DemoContender(f"coordinator-{i + 1}", opts.directory / "contenders")
-            contender.directory.mkdir(parents=True, exist_ok=True)
-            self._spawn(contender)
-            self.contenders.append(contender)
+        for i in range(opts.replicas):
+            replica = Replica(f"coordinator-{i + 1}", free_port())
+            self._start_replica(replica)
+            self.replicas.append(replica)
+        self._start_pipeline()
         started = time.monotonic()
         next_kill = started + (opts.kill_leader_every_s or float("inf"))
-        last_leader: tuple[str, int] | None = None
         killed_at: float | None = None
         while opts.duration_s is None or time.monotonic() - started < opts.duration_s:
-            info = read_leader(self.observer)
-            current = (info.instance_id, info.epoch) if info else None
-            if current and current != last_leader:
-                event: dict[str, Any] = {
-                    "event": "leader",
-                    "leader": current[0],
-                    "epoch": current[1],
-                }
+            self._read_progress()
+            current = self._current_leader()
+            if current and current != self.leader:
+                event: dict[str, Any] = {"event": "leader", "leader": current[0],
+                                         "epoch": current[1]}  # fmt: skip
                 if killed_at is not None:
                     event["handover_s"] = round(time.monotonic() - killed_at, 2)
+                    self.failovers.append(event)
                     killed_at = None
                 self.emit(event)
-                last_leader = current
-            if time.monotonic() >= next_kill and current:
+                self.leader = current
+            if current and time.monotonic() >= next_kill:
                 killed_at = time.monotonic()
                 self._kill(current[0])
                 next_kill = killed_at + (opts.kill_leader_every_s or float("inf"))
-            for contender in self.contenders:
-                if not contender.alive():
-                    self._spawn(contender)  # the killed replica comes back as a follower
+            for replica in self.replicas:
+                if not replica.alive():
+                    self._start_replica(replica)  # back as a follower
+            if self.pipeline is not None and self.pipeline.poll() is not None:
+                self.emit({"event": "pipeline-exited", "code": self.pipeline.returncode})
+                break
             if render is not None:
                 render(self)
-            time.sleep(0.2)
+            time.sleep(0.25)
+        self._read_progress()
 
-    def _spawn(self, contender: DemoContender) -> None:
+    def _start_replica(self, replica: Replica) -> None:
         assert self.zk is not None
-        log = open(contender.directory / f"{contender.name}.log", "ab")  # noqa: SIM115
-        command = [sys.executable, "-m", "sparkpoint.ops.contender"]
-        command += ["--quorum", self.zk.connect_string, "--cluster-id", "demo"]
-        command += ["--instance-id", contender.name, "--job", JOB, "--work-interval", "0.5"]
-        command += ["--session-timeout", str(self.options.session_timeout_s)]
-        command += ["--renew-interval", "0.25", "--status", str(contender.status_path)]
-        command += ["--takeover-timeout", str(self.options.takeover_timeout_s)]
-        contender.proc = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C reaches the demo, which stops them in order
-        )
-        log.close()
+        opts = self.options
+        settings = {
+            "high-availability.instance-id": replica.name,
+            "high-availability.zookeeper.client.session-timeout": f"{opts.session_timeout_s} s",
+            "high-availability.lease.renew-interval": "250 ms",
+            "high-availability.lease.takeover-timeout": f"{opts.takeover_timeout_s} s",
+            "state.checkpoints.dir": str(self.checkpoint_dir),
+            "state.savepoints.dir": str(opts.directory / "savepoints"),
+        }
+        command = [sys.executable, "-m", "sparkpoint", "coordinator", "run",
+                   "--zookeeper", self.zk.connect_string, "--cluster-id", CLUSTER,
+                   "--port", str(replica.port)]  # fmt: skip
+        for key, value in settings.items():
+            command += ["--set", f"{key}={value}"]
+        with open(self.logs / f"{replica.name}.log", "ab") as log:
+            replica.proc = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def _start_pipeline(self) -> None:
+        opts = self.options
+        command = [
+            sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
+            "--job-id", JOB, "--checkpoint-dir", str(self.checkpoint_dir),
+            "--savepoint-dir", str(opts.directory / "savepoints"),
+            "--output", str(self.output_dir), "--progress", str(self.progress_file),
+            "--coordinator", ",".join(r.address for r in self.replicas),
+            "--parallelism", str(opts.parallelism),
+            "--records-per-epoch", str(opts.records_per_epoch),
+            "--records-per-split", "0",  # endless: runs until stopped
+            "--interval-ms", str(int(opts.checkpoint_interval_s * 1000)),
+        ]  # fmt: skip
+        with open(self.logs / "pipeline.log", "ab") as log:
+            self.pipeline = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.emit({"event": "pipeline", "pid": self.pipeline.pid, "job": JOB})
+
+    def _current_leader(self) -> tuple[str, int] | None:
+        if self.observer is None:
+            return None
+        try:
+            info = read_leader(self.observer)
+        except HAError:
+            return None
+        return (info.instance_id, info.epoch) if info else None
+
+    def contenders(self) -> list[str]:
+        if self.observer is None:
+            return []
+        with contextlib.suppress(HAError):
+            return [c.instance_id for c in list_contenders(self.observer)]
+        return []
 
     def _kill(self, name: str) -> None:
-        for contender in self.contenders:
-            if contender.name == name and contender.alive():
-                assert contender.proc is not None
-                contender.proc.send_signal(self.options.kill_signal)
-                contender.proc.wait(10)
-                self.emit({"event": "killed", "contender": name,
+        for replica in self.replicas:
+            if replica.name == name and replica.alive():
+                assert replica.proc is not None
+                replica.proc.send_signal(self.options.kill_signal)
+                if self.options.kill_signal == signal.SIGSTOP:
+                    time.sleep(self.options.takeover_timeout_s * 2)  # the pause is the point
+                    replica.proc.send_signal(signal.SIGCONT)
+                else:
+                    replica.proc.wait(30)
+                self.emit({"event": "killed", "coordinator": name,
                            "signal": signal.Signals(self.options.kill_signal).name})  # fmt: skip
 
-    def summary(self) -> dict[str, Any]:
-        ids = [i for c in self.contenders for i in c.issued()]
-        return {
-            "checkpoint_ids_issued": len(ids),
-            "distinct": len(set(ids)),
-            "highest": max(ids, default=0),
-            "directory": str(self.options.directory),
-        }
+    def _read_progress(self) -> None:
+        try:
+            with self.progress_file.open("rb") as f:
+                f.seek(self._progress_offset)
+                chunk = f.read()
+        except OSError:
+            return
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self._progress_offset += len(complete)
+        for line in complete.splitlines():
+            with contextlib.suppress(ValueError):
+                self._apply(json.loads(line))
+
+    def _apply(self, line: dict[str, Any]) -> None:
+        p = self.progress
+        previous = p.last_completed
+        p.epoch = int(line.get("epoch") or p.epoch)
+        p.records = int(line.get("records") or p.records)
+        p.last_completed = line.get("last_completed", p.last_completed)
+        p.restored_from = line.get("restored_from", p.restored_from)
+        p.finished = p.finished or line.get("event") in {"finished", "interrupted"}
+        self._rate.append((float(line.get("time", time.time())), p.records))
+        self._rate = self._rate[-20:]
+        if len(self._rate) >= 2 and self._rate[-1][0] > self._rate[0][0]:
+            (t0, r0), (t1, r1) = self._rate[0], self._rate[-1]
+            p.records_per_s = (r1 - r0) / (t1 - t0)
+        if p.last_completed is not None and p.last_completed != previous:
+            leader = self.leader[0] if self.leader else None
+            self.emit({"event": "checkpoint", "checkpoint_id": p.last_completed,
+                       "epoch": p.epoch, "leader": leader})  # fmt: skip
+
+    # --- stop -------------------------------------------------------------------------
 
     def stop(self) -> None:
-        for contender in self.contenders:
-            if contender.alive():
-                assert contender.proc is not None
-                contender.proc.terminate()
-        for contender in self.contenders:
-            if contender.proc is not None:
+        if self.pipeline is not None and self.pipeline.poll() is None:
+            # SIGINT: the driver stops at an epoch boundary; committed output stays.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pipeline.pid, signal.SIGINT)
+            try:
+                self.pipeline.wait(60)
+            except subprocess.TimeoutExpired:
+                self.pipeline.kill()
+        for replica in self.replicas:
+            if replica.alive():
+                assert replica.proc is not None
+                replica.proc.send_signal(signal.SIGCONT)
+                replica.proc.terminate()
+        for replica in self.replicas:
+            if replica.proc is not None:
                 try:
-                    contender.proc.wait(15)
+                    replica.proc.wait(30)
                 except subprocess.TimeoutExpired:
-                    contender.proc.kill()
+                    replica.proc.kill()
+        self._read_progress()
         if self.observer is not None:
             self.observer.close()
         if self.zk is not None:
             self.zk.stop()
+
+    def summary(self) -> dict[str, Any]:
+        committed = sorted(self.output_dir.glob("**/part-*")) if self.output_dir.exists() else []
+        return {
+            "epochs": self.progress.epoch,
+            "records": self.progress.records,
+            "last_completed_checkpoint": self.progress.last_completed,
+            "failovers": self.failovers,
+            "committed_files": len(committed),
+            "output": str(self.output_dir),
+            "checkpoints": str(self.checkpoint_dir),
+            "logs": str(self.logs),
+        }

@@ -21,6 +21,10 @@ def spark_session(
     # Python workers must be this interpreter: the system python3 has no sparkpoint.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master.startswith("local"):
+        # A local run talks only to itself: keep Spark's driver and executors on loopback
+        # rather than whatever address the host name resolves to.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)

@@ -1,0 +1,41 @@
+"""`sparkpoint demo` as a newcomer runs it: ZooKeeper, two coordinators, a Spark pipeline."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.slow
+def test_demo_checkpoints_through_a_leader_kill_and_commits_output(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "sparkpoint", "demo", "--json", "--dir", str(tmp_path)]
+    command += ["--duration", "45", "--kill-leader-every", "20"]
+    command += ["--checkpoint-interval", "2", "--parallelism", "2"]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    kinds = [e["event"] for e in events]
+    assert "pipeline-exited" not in kinds, (tmp_path / "logs" / "pipeline.log").read_text()[-3000:]
+    leaders = [e for e in events if e["event"] == "leader"]
+    assert len(leaders) >= 2, events  # the kill moved leadership
+    assert [e["epoch"] for e in leaders] == sorted({e["epoch"] for e in leaders})
+    kill = kinds.index("killed")
+    checkpoints = [e["checkpoint_id"] for e in events if e["event"] == "checkpoint"]
+    assert checkpoints == sorted(set(checkpoints)), "checkpoint ids must rise, never repeat"
+    after_kill = [e for e in events[kill:] if e["event"] == "checkpoint"]
+    assert after_kill, "no checkpoint completed after the leader was killed"
+    summary = events[-1]
+    assert summary["event"] == "summary"
+    assert summary["committed_files"] > 0
+    assert Path(summary["output"]).is_dir()
+    assert summary["failovers"] and summary["failovers"][0]["handover_s"] > 0
