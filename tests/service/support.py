@@ -29,10 +29,11 @@ class ReplicaProcess:
     port: int
     proc: subprocess.Popen[bytes]
     log_path: Path
+    host: str = "127.0.0.1"
 
     @property
     def address(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def leader_view(self) -> dict[str, Any] | None:
         """GET /v1/leader on this replica, or None if it does not answer."""
@@ -79,7 +80,11 @@ def spawn_replica(
     checkpoints_dir: Path,
     session_timeout: str = "2 s",
     settings: dict[str, str] | None = None,
+    prefix: list[str] | None = None,
+    host: str = "127.0.0.1",
 ) -> ReplicaProcess:
+    """A `sparkpoint coordinator run` process; ``prefix`` runs it elsewhere (e.g. inside a
+    network namespace) and ``host`` is where it is reached."""
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_path = directory / f"{name}.log"
@@ -95,6 +100,7 @@ def spawn_replica(
         **(settings or {}),
     }
     command = [
+        *(prefix or []),
         SPARKPOINT, "coordinator", "run", "--zookeeper", quorum, "--cluster-id", cluster_id,
         "--port", str(port),
     ]  # fmt: skip
@@ -102,7 +108,7 @@ def spawn_replica(
         command += ["--set", f"{key}={value}"]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    return ReplicaProcess(name, port, proc, log_path)
+    return ReplicaProcess(name, port, proc, log_path, host)
 
 
 def spawn_embedded(directory: Path, name: str) -> ReplicaProcess:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def _ip(*args: str) -> None:
@@ -19,6 +19,7 @@ class NetnsHost:
     ns_if: str
     host_addr: str
     ns_addr: str
+    extra_links: list[str] = field(default_factory=list)
 
     @classmethod
     def create(cls, subnet: int) -> NetnsHost:
@@ -52,6 +53,21 @@ class NetnsHost:
     def exec_ip(self, *args: str) -> None:
         _ip("netns", "exec", self.name, "ip", *args)
 
+    def add_link(self, subnet: int) -> tuple[str, str, str]:
+        """A second veth pair into the namespace: (host interface, host address, namespace
+        address) — so one link can be cut while the other keeps working."""
+        tag = uuid.uuid4().hex[:6]
+        host_if, ns_if = f"sph{tag}", f"spn{tag}"
+        host_addr, ns_addr = f"10.213.{subnet}.1", f"10.213.{subnet}.2"
+        _ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
+        self.extra_links.append(host_if)
+        _ip("link", "set", ns_if, "netns", self.name)
+        _ip("addr", "add", f"{host_addr}/30", "dev", host_if)
+        _ip("link", "set", host_if, "up")
+        self.exec_ip("addr", "add", f"{ns_addr}/30", "dev", ns_if)
+        self.exec_ip("link", "set", ns_if, "up")
+        return host_if, host_addr, ns_addr
+
     def cut(self) -> None:
         _ip("link", "set", self.host_if, "down")
 
@@ -59,5 +75,6 @@ class NetnsHost:
         _ip("link", "set", self.host_if, "up")
 
     def destroy(self) -> None:
-        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True, check=False)
+        for link in [self.host_if, *self.extra_links]:
+            subprocess.run(["ip", "link", "del", link], capture_output=True, check=False)
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True, check=False)
