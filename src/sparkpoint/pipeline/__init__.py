@@ -1,0 +1,83 @@
+"""The PySpark pipeline runtime: the only package that imports pyspark.
+
+A pipeline is source → key_by → a keyed stateful function → a transactional sink,
+executed on Spark in epochs and checkpointed through the coordinator (DESIGN.md §7).
+pyspark itself is imported only where Spark is touched (the driver's loop and tasks),
+so building a pipeline and its job graph needs no JVM. Executors import this package
+to run tasks, so the channels (coordinator, HTTP client) load only when asked for.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from sparkpoint.pipeline.builder import Pipeline
+from sparkpoint.pipeline.channel import (
+    ChannelNotice,
+    CheckpointAborted,
+    CheckpointChannel,
+    CheckpointCompleted,
+    Restored,
+    TriggerCheckpoint,
+)
+from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
+from sparkpoint.pipeline.functions import (
+    Context,
+    InitializationContext,
+    KeyedProcessFunction,
+    RuntimeContext,
+)
+from sparkpoint.pipeline.keyed_state import (
+    ListState,
+    ListStateDescriptor,
+    MapState,
+    MapStateDescriptor,
+    ValueState,
+    ValueStateDescriptor,
+)
+from sparkpoint.pipeline.operator_state import OperatorListState, OperatorListStateDescriptor
+from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
+from sparkpoint.pipeline.sink import TransactionalFileSink
+from sparkpoint.pipeline.sources import ClickEventSource, EpochRange, FileSource, Source
+
+if TYPE_CHECKING:
+    from sparkpoint.pipeline.embedded import EmbeddedChannel
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EmbeddedChannel":
+        from sparkpoint.pipeline.embedded import EmbeddedChannel
+
+        return EmbeddedChannel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "ChannelNotice",
+    "CheckpointAborted",
+    "CheckpointChannel",
+    "CheckpointCompleted",
+    "ClickEventSource",
+    "Context",
+    "DriverStatus",
+    "EmbeddedChannel",
+    "EpochRange",
+    "FileSource",
+    "InitializationContext",
+    "KeyGroupPartitioner",
+    "KeyedProcessFunction",
+    "ListState",
+    "ListStateDescriptor",
+    "MapState",
+    "MapStateDescriptor",
+    "OperatorListState",
+    "OperatorListStateDescriptor",
+    "Pipeline",
+    "PipelineDriver",
+    "Restored",
+    "RuntimeContext",
+    "Slot",
+    "Source",
+    "TransactionalFileSink",
+    "TriggerCheckpoint",
+    "ValueState",
+    "ValueStateDescriptor",
+]

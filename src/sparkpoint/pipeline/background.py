@@ -1,0 +1,90 @@
+"""Heartbeats and acknowledgements on a thread, so the epoch loop never waits for the
+coordinator — not even while the service elects a new leader.
+
+Wraps any :class:`~sparkpoint.pipeline.channel.CheckpointChannel`. Start-up calls
+(register, restore) and explicit triggers stay synchronous; ``heartbeat`` returns the
+notices the thread collected so far, and ``acknowledge``/``decline`` are queued (an
+acknowledgement the coordinator refuses is logged and dropped: that checkpoint is gone).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Sequence
+
+from sparkpoint.checkpoint import JobGraph
+from sparkpoint.pipeline.channel import Ack, ChannelNotice, CheckpointChannel, Restored
+
+log = logging.getLogger(__name__)
+
+
+class BackgroundChannel:
+    def __init__(self, channel: CheckpointChannel, *, interval_s: float = 0.2) -> None:
+        self.inner = channel
+        self._interval = interval_s
+        self._notices: queue.SimpleQueue[ChannelNotice] = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._closed = threading.Event()
+        self.dropped: list[int] = []
+
+    def register(self, graph: JobGraph) -> None:
+        self.inner.register(graph)
+
+    def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
+        return self.inner.restore(graph, pointer)
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="sparkpoint-heartbeat", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._closed.is_set():
+            try:
+                job = self._work.get(timeout=self._interval)
+            except queue.Empty:
+                job = None
+            if job is not None:
+                job()
+            if self._closed.is_set():
+                return
+            for notice in self.inner.heartbeat():
+                self._notices.put(notice)
+
+    def heartbeat(self) -> list[ChannelNotice]:
+        self._start()
+        notices = []
+        while True:
+            try:
+                notices.append(self._notices.get_nowait())
+            except queue.Empty:
+                return notices
+
+    def acknowledge(self, checkpoint_id: int, acks: Sequence[Ack]) -> bool:
+        def send() -> None:
+            if not self.inner.acknowledge(checkpoint_id, acks):
+                self.dropped.append(checkpoint_id)
+
+        self._work.put(send)
+        return True
+
+    def decline(self, checkpoint_id: int, operator_uid: str, subtask: int, reason: str) -> None:
+        self._work.put(lambda: self.inner.decline(checkpoint_id, operator_uid, subtask, reason))
+
+    def trigger_checkpoint(self) -> int:
+        return self.inner.trigger_checkpoint()
+
+    def trigger_savepoint(self, target_dir: str | None = None, *, stop: bool = False) -> int:
+        return self.inner.trigger_savepoint(target_dir, stop=stop)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._work.put(None)
+        if self._thread is not None:
+            self._thread.join(30)
+        self.inner.close()

@@ -1,0 +1,92 @@
+"""The seam between the driver's epoch loop and the checkpoint coordinator.
+
+Two implementations: :class:`~sparkpoint.pipeline.embedded.EmbeddedChannel` runs a real
+``CheckpointCoordinator`` inside the driver (one process, no service), and
+:class:`~sparkpoint.pipeline.remote.RemoteChannel` talks to the HA service through
+``sparkpoint.client.CoordinatorClient`` and follows its leader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from sparkpoint.checkpoint import CheckpointKind, JobGraph, OperatorSubtaskState
+from sparkpoint.recovery import RestorePlan
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerCheckpoint:
+    """Snapshot at the next epoch boundary into ``directory`` (the checkpoint's or
+    savepoint's directory); ``stop``: stop the job once this savepoint completes."""
+
+    checkpoint_id: int
+    kind: CheckpointKind
+    directory: str
+    stop: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCompleted:
+    checkpoint_id: int
+    kind: CheckpointKind
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointAborted:
+    checkpoint_id: int
+    reason: str
+
+
+ChannelNotice = TriggerCheckpoint | CheckpointCompleted | CheckpointAborted
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What the job restored from, and the plan at the new parallelism."""
+
+    checkpoint_id: int
+    kind: CheckpointKind
+    metadata_uri: str
+    plan: RestorePlan
+
+
+Ack = tuple[str, int, OperatorSubtaskState]
+
+
+class CheckpointChannel(Protocol):
+    """What the driver needs from a coordinator. Implementations keep the notification
+    sequence themselves: ``heartbeat`` returns each notice once."""
+
+    def register(self, graph: JobGraph) -> None:
+        """Register (or re-register after a restart) the job's graph."""
+
+    def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
+        """Plan a restore at ``graph``'s parallelism from ``pointer`` (a savepoint or
+        checkpoint directory) or, when None, the latest completed checkpoint; None when
+        there is nothing to restore (a first start)."""
+        ...
+
+    def heartbeat(self) -> list[ChannelNotice]:
+        """Say the driver is alive; get the notices that arrived since the last call."""
+        ...
+
+    def acknowledge(self, checkpoint_id: int, acks: Sequence[Ack]) -> bool:
+        """Acknowledge subtasks of a checkpoint. False when the checkpoint is gone
+        (aborted, expired, or lost with a coordinator failover): drop it and go on."""
+        ...
+
+    def decline(self, checkpoint_id: int, operator_uid: str, subtask: int, reason: str) -> None:
+        """A subtask could not snapshot; the checkpoint fails. A checkpoint already gone
+        is not an error."""
+
+    def trigger_checkpoint(self) -> int:
+        """Ask for a checkpoint now (a bounded job's last one); returns its id."""
+        ...
+
+    def trigger_savepoint(self, target_dir: str | None = None, *, stop: bool = False) -> int:
+        """Ask for a savepoint; its trigger comes through ``heartbeat`` like any other."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,434 @@
+"""The driver's epoch loop (DESIGN.md section 7).
+
+Each epoch is one Spark job: the source ranges the driver fixed are read, keyed and
+partitioned by the key-group partitioner, unioned with the cached state RDD (same
+partitioner object: a narrow, partition-by-partition union, so state never moves), and
+the keyed function runs per partition; its outputs go to the sink's in-progress files and
+its new state is cached for the next epoch. A checkpoint the coordinator triggered is
+taken at the end of the next epoch: every subtask writes its state partition to one file,
+the driver writes source offsets and sink transactions, acknowledges every subtask, and
+re-reads the state RDD from the files it just wrote, which bounds the lineage.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sparkpoint.checkpoint import (
+    CheckpointKind,
+    DistributionMode,
+    OperatorSubtaskState,
+)
+from sparkpoint.pipeline.builder import Pipeline
+from sparkpoint.pipeline.channel import (
+    Ack,
+    CheckpointAborted,
+    CheckpointChannel,
+    CheckpointCompleted,
+    Restored,
+    TriggerCheckpoint,
+)
+from sparkpoint.pipeline.operator_state import decode_element, encode_element
+from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
+from sparkpoint.pipeline.tasks import (
+    EpochTask,
+    LoadTask,
+    ReadTask,
+    SinkTask,
+    SnapshotTask,
+    only_state,
+    tag_record,
+    tag_state,
+)
+from sparkpoint.recovery import SubtaskRestore, key_group_range_for_subtask
+from sparkpoint.recovery.reader import read_operator_state
+from sparkpoint.storage import DEFAULT_INLINE_THRESHOLD, filesystem_for
+from sparkpoint.storage.location import CheckpointLocation
+from sparkpoint.storage.streams import StateOutputStream
+
+if TYPE_CHECKING:
+    from pyspark import RDD, SparkContext
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+SOURCE_OFFSETS = "offsets"
+SINK_TRANSACTIONS = "transactions"
+
+
+@dataclass
+class DriverStatus:
+    """What the loop has done so far (for progress displays and tests)."""
+
+    epoch: int = 0
+    records: int = 0
+    started: float = field(default_factory=time.monotonic)
+    restored_from: int | None = None
+    last_completed: int | None = None
+    completed: list[int] = field(default_factory=list)
+    aborted: list[tuple[int, str]] = field(default_factory=list)
+    acknowledged: list[int] = field(default_factory=list)
+    declined: list[tuple[int, str]] = field(default_factory=list)
+    savepoints: dict[int, str] = field(default_factory=dict)
+    finished: bool = False
+
+    @property
+    def records_per_second(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return self.records / elapsed if elapsed > 0 else 0.0
+
+
+class PipelineDriver:
+    """Runs a :class:`Pipeline` on a SparkSession, checkpointed through ``channel``.
+
+    >>> driver = PipelineDriver(pipeline, spark, EmbeddedChannel("/tmp/ckpt"))  # doctest: +SKIP
+    >>> driver.start()           # register, restore from the latest checkpoint if any
+    >>> driver.run()             # until a bounded source is exhausted
+    >>> driver.finish()          # a last checkpoint, so every output is committed
+
+    ``lineage_limit``: after this many epochs without a snapshot the state RDD's lineage
+    is cut with Spark's local checkpoint (snapshots cut it durably, see ``_checkpoint``).
+    """
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        spark: SparkSession,
+        channel: CheckpointChannel,
+        *,
+        restore_from: str | None = None,
+        inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
+        on_epoch: Callable[[DriverStatus], None] | None = None,
+        lineage_limit: int = 25,
+    ) -> None:
+        pipeline.validate()
+        self.pipeline = pipeline
+        self.graph = pipeline.job_graph()
+        self.sc: SparkContext = spark.sparkContext
+        self.channel = channel
+        self.status = DriverStatus()
+        self._restore_from = restore_from
+        self._inline_threshold = inline_threshold
+        self._on_epoch = on_epoch
+        self._lineage_limit = lineage_limit
+        self._epochs_since_reload = 0
+        self._p = pipeline.parallelism
+        self._m = pipeline.effective_max_parallelism
+        # ONE partitioner object for every partitionBy of this run (see partitioner.py).
+        self.partitioner = KeyGroupPartitioner(self._p, self._m)
+        self._run_id = secrets.token_hex(4)
+        self._source = pipeline.source_op
+        self._sink = pipeline.sink_op
+        assert self._source is not None and self._sink is not None
+        self._triggers: list[TriggerCheckpoint] = []
+        self._function_notices: list[tuple[str, int]] = []
+        self._stop_savepoint: int | None = None
+        self._stopped = False
+        self.state: RDD[Any] | None = None
+        self._cached: list[RDD[Any]] = []
+        self.last_union: RDD[Any] | None = None
+
+    # -- start and restore ------------------------------------------------------------
+
+    def start(self) -> Restored | None:
+        self.channel.register(self.graph)
+        restored = self.channel.restore(self.graph, self._restore_from)
+        if restored is None:
+            self.state = self._load_state(
+                tuple(
+                    SubtaskRestore(i, key_group_range_for_subtask(self._m, self._p, i))
+                    for i in range(self._p)
+                )
+            )
+            return None
+        plan = restored.plan
+        uid = self.pipeline
+        source_elements = self._operator_elements(plan, uid.source_uid, SOURCE_OFFSETS)
+        self._source.restore(dict(decode_element(e) for e in source_elements))
+        self._sink.restore(self._operator_elements(plan, uid.sink_uid, SINK_TRANSACTIONS))
+        self.state = self._load_state(plan.operators[uid.process_uid].subtasks)
+        self.status.restored_from = restored.checkpoint_id
+        log.info(
+            "restored job %s from %s %d at parallelism %d",
+            self.graph.job_id,
+            restored.kind.value,
+            restored.checkpoint_id,
+            self._p,
+        )
+        return restored
+
+    @staticmethod
+    def _operator_elements(plan: Any, uid: str, name: str) -> list[bytes]:
+        if uid not in plan.operators:
+            return []
+        elements: list[bytes] = []
+        for subtask in plan.operators[uid].subtasks:
+            elements.extend(read_operator_state(subtask.operator).get(name, []))
+        return elements
+
+    def _load_state(self, subtasks: tuple[SubtaskRestore, ...]) -> RDD[Any]:
+        """The state RDD read from ``subtasks``' handles, carrying the partitioner:
+        P marker records are partitioned (a shuffle of P tiny records), then each
+        partition reads its own subtask's files in place."""
+        from pyspark import StorageLevel
+
+        markers = self.sc.parallelize([(Slot(i), None) for i in range(self._p)], self._p)
+        state = markers.partitionBy(self._p, self.partitioner).mapPartitionsWithIndex(
+            LoadTask(subtasks, self._m), preservesPartitioning=True
+        )
+        self._epochs_since_reload = 0
+        return self._keep(state.persist(StorageLevel.MEMORY_AND_DISK))
+
+    def _keep(self, rdd: RDD[Any]) -> RDD[Any]:
+        self._cached.append(rdd)
+        return rdd
+
+    def _release_older_than(self, keep: int) -> None:
+        """Unpersist all but the newest ``keep`` cached RDDs (they were materialised by
+        the job that just ran, so nothing needs the older ones any more)."""
+        while len(self._cached) > keep:
+            self._cached.pop(0).unpersist()
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def poll(self) -> None:
+        """Heartbeat; act on completions and aborts, queue triggers."""
+        for notice in self.channel.heartbeat():
+            if isinstance(notice, TriggerCheckpoint):
+                self._triggers.append(notice)
+            elif isinstance(notice, CheckpointCompleted):
+                self._on_complete(notice)
+            elif isinstance(notice, CheckpointAborted):
+                self._on_abort(notice)
+
+    def _on_complete(self, notice: CheckpointCompleted) -> None:
+        committed = self._sink.commit_up_to(notice.checkpoint_id)
+        self._function_notices.append(("complete", notice.checkpoint_id))
+        self.status.completed.append(notice.checkpoint_id)
+        if notice.kind is CheckpointKind.CHECKPOINT:
+            self.status.last_completed = notice.checkpoint_id
+        log.info("checkpoint %d complete: %d files committed", notice.checkpoint_id, committed)
+        if notice.checkpoint_id == self._stop_savepoint:
+            self._stopped = self.status.finished = True
+
+    def _on_abort(self, notice: CheckpointAborted) -> None:
+        self._triggers = [t for t in self._triggers if t.checkpoint_id != notice.checkpoint_id]
+        self._function_notices.append(("abort", notice.checkpoint_id))
+        self.status.aborted.append((notice.checkpoint_id, notice.reason))
+        log.info("checkpoint %d aborted: %s", notice.checkpoint_id, notice.reason)
+        if notice.checkpoint_id == self._stop_savepoint:
+            self._stop_savepoint = None  # the stop failed: keep running
+
+    @property
+    def stopped(self) -> bool:
+        """True once a stop-with-savepoint completed."""
+        return self._stopped
+
+    def run_epoch(self) -> bool:
+        """Heartbeat, then one epoch (and a checkpoint after it if one is due). Returns
+        False when there was nothing to do (no new records, no checkpoint)."""
+        self.poll()
+        if self._stopped or (self._stop_savepoint is not None and not self._triggers):
+            return False  # stopping: after the savepoint's snapshot nothing more runs
+        trigger = self._triggers.pop(0) if self._triggers else None
+        ranges = self._source.plan_epoch()
+        if not ranges and trigger is None:
+            return False
+        self._run_epoch(ranges, trigger)
+        return True
+
+    def _run_epoch(self, ranges: list[Any], trigger: TriggerCheckpoint | None) -> None:
+        from pyspark import StorageLevel
+
+        assert self.state is not None and self._source is not None
+        epoch = self.status.epoch + 1
+        function = self.pipeline.function
+        assert function is not None and self.pipeline.key_selector is not None
+        records = (
+            self.sc.parallelize(ranges, max(1, len(ranges)))
+            .mapPartitions(ReadTask(self._source.reader(), self.pipeline.key_selector))
+            .partitionBy(self._p, self.partitioner)
+        )
+        union = self.state.mapValues(tag_state).union(records.mapValues(tag_record))
+        self.last_union = union
+        notices, self._function_notices = tuple(self._function_notices), []
+        task = EpochTask(
+            function, epoch, self._p, notices, trigger.checkpoint_id if trigger else None
+        )
+        result = union.mapPartitionsWithIndex(task, preservesPartitioning=True)
+        result = result.persist(StorageLevel.MEMORY_AND_DISK)
+        writer = self._sink.writer(self._run_id, epoch)
+        written = result.mapPartitionsWithIndex(SinkTask(writer)).collect()
+        # The new state is computed from the cached result by whichever job needs it
+        # next (the snapshot or the next epoch), and cached then.
+        self.state = result.mapPartitions(only_state, preservesPartitioning=True).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
+        self._epochs_since_reload += 1
+        if self._epochs_since_reload >= self._lineage_limit:
+            # No snapshot for a while (checkpointing off, or a long interval): every
+            # epoch adds to the lineage Spark serialises with each task, which ends in a
+            # StackOverflowError. Cut it on the executors. A lost executor then fails
+            # the job, and a restart restores the last completed checkpoint.
+            self.state.localCheckpoint()
+            self._epochs_since_reload = 0
+        self._source.advance(ranges)
+        self._sink.epoch_written(f for f, _ in written if f is not None)
+        self.status.epoch = epoch
+        self.status.records += sum(n for _, n in written)
+        self._keep(result)
+        self._keep(self.state)
+        if trigger is not None:
+            self._checkpoint(trigger)
+        # Keep the state just made and what it is computed from until the next job.
+        self._release_older_than(3)
+        if self._on_epoch is not None:
+            self._on_epoch(self.status)
+
+    # -- checkpoints ------------------------------------------------------------------
+
+    def _location(self, trigger: TriggerCheckpoint) -> CheckpointLocation:
+        savepoint = trigger.kind is CheckpointKind.SAVEPOINT
+        return CheckpointLocation(
+            filesystem_for(trigger.directory),
+            trigger.directory,
+            self.graph.job_id,
+            None if savepoint else trigger.checkpoint_id,
+            savepoint,
+            self._inline_threshold,
+        )
+
+    def _checkpoint(self, trigger: TriggerCheckpoint) -> None:
+        assert self.state is not None and self._source is not None and self._sink is not None
+        cid = trigger.checkpoint_id
+        location = self._location(trigger)
+        self._sink.pre_commit(cid)
+        snapshot = SnapshotTask(location, self.pipeline.process_uid, self._p, self._m)
+        results = dict(self.state.mapPartitionsWithIndex(snapshot).collect())
+        declined = [(i, r) for i, r in sorted(results.items()) if isinstance(r, str)]
+        if declined:
+            index, reason = declined[0]
+            log.warning("checkpoint %d declined by subtask %d: %s", cid, index, reason)
+            self.channel.decline(cid, self.pipeline.process_uid, index, reason)
+            self.status.declined.append((cid, reason))
+            return
+        acks: list[Ack] = [
+            (self.pipeline.process_uid, i, state)
+            for i, state in sorted(results.items())
+            if isinstance(state, OperatorSubtaskState)
+        ]
+        acks += self._driver_side_acks(location)
+        if trigger.stop:
+            self._stop_savepoint = cid
+        if not self.channel.acknowledge(cid, acks):
+            log.info("checkpoint %d is gone (aborted or lost in a failover); going on", cid)
+            if trigger.stop:
+                self._stop_savepoint = None
+            return
+        self.status.acknowledged.append(cid)
+        if trigger.kind is CheckpointKind.SAVEPOINT:
+            self.status.savepoints[cid] = trigger.directory
+        # Re-read the state from the snapshot just written: bounds the lineage.
+        keyed = {i: s for i, s in results.items() if isinstance(s, OperatorSubtaskState)}
+        self.state = self._load_state(
+            tuple(
+                SubtaskRestore(
+                    i,
+                    key_group_range_for_subtask(self._m, self._p, i),
+                    keyed[i].keyed,
+                    keyed[i].operator,
+                )
+                for i in range(self._p)
+            )
+        )
+
+    def _driver_side_acks(self, location: CheckpointLocation) -> list[Ack]:
+        """Source offsets and sink transactions, one operator-state stream per subtask."""
+        assert self._source is not None and self._sink is not None
+        offsets = sorted(self._source.offsets().items())
+        source_parts: list[list[bytes]] = [[] for _ in range(self._p)]
+        for n, item in enumerate(offsets):
+            source_parts[n % self._p].append(encode_element(item))
+        sink_parts = self._sink.snapshot(self._p)
+        acks: list[Ack] = []
+        for uid, name, parts in (
+            (self.pipeline.source_uid, SOURCE_OFFSETS, source_parts),
+            (self.pipeline.sink_uid, SINK_TRANSACTIONS, sink_parts),
+        ):
+            for i, elements in enumerate(parts):
+                acks.append((uid, i, _write_operator_state(location, uid, i, name, elements)))
+        return acks
+
+    # -- running to an end ------------------------------------------------------------
+
+    def run(
+        self,
+        *,
+        max_epochs: int | None = None,
+        until: Callable[[PipelineDriver], bool] | None = None,
+        idle_wait_s: float = 0.05,
+    ) -> None:
+        """Run epochs until a bounded source is exhausted, ``max_epochs`` ran, or
+        ``until(driver)`` is true. With nothing to read, heartbeats every ``idle_wait_s``."""
+        assert self._source is not None
+        ran = 0
+        while not self._stopped:
+            if until is not None and until(self):
+                return
+            if max_epochs is not None and ran >= max_epochs:
+                return
+            if self._source.exhausted:
+                return
+            if self.run_epoch():
+                ran += 1
+            else:
+                time.sleep(idle_wait_s)  # nothing to read yet: a polling interval
+
+    def finish(self, timeout_s: float = 120.0) -> int:
+        """Take a last checkpoint after everything read so far and wait until it is
+        complete, so every output is committed. Returns its id."""
+        cid = self.channel.trigger_checkpoint()
+        self._wait_for(cid, timeout_s)
+        self.status.finished = True
+        return cid
+
+    def stop_with_savepoint(self, target_dir: str | None = None, timeout_s: float = 120.0) -> str:
+        """Savepoint after the next epoch, then stop. Returns the savepoint directory."""
+        cid = self.channel.trigger_savepoint(target_dir, stop=True)
+        self._wait_for(cid, timeout_s)
+        return self.status.savepoints[cid]
+
+    def _wait_for(self, checkpoint_id: int, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        while checkpoint_id not in self.status.completed:
+            if any(c == checkpoint_id for c, _ in self.status.aborted):
+                raise RuntimeError(f"checkpoint {checkpoint_id} aborted")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"checkpoint {checkpoint_id} not complete in {timeout_s} s")
+            if not self.run_epoch():
+                time.sleep(0.02)  # waiting for the coordinator's notice
+        return checkpoint_id
+
+    def close(self) -> None:
+        for rdd in self._cached:
+            rdd.unpersist()
+        self._cached.clear()
+        self.channel.close()
+
+
+def _write_operator_state(
+    location: CheckpointLocation, uid: str, subtask: int, name: str, elements: list[bytes]
+) -> OperatorSubtaskState:
+    from sparkpoint.recovery.statefile import OperatorStateWriter
+
+    stream: StateOutputStream = location.state_output(uid, subtask, 0)
+    writer = OperatorStateWriter(stream)
+    writer.declare(name, DistributionMode.SPLIT_DISTRIBUTE)
+    for element in elements:
+        writer.add(name, DistributionMode.SPLIT_DISTRIBUTE, element)
+    return OperatorSubtaskState(operator=(writer.handle(stream.close_and_get_handle()),))

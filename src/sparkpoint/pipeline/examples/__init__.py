@@ -1,0 +1,1 @@
+"""Example jobs (the demo's and the benchmarks')."""

@@ -1,0 +1,127 @@
+"""Run the clicks example as a process: ``python -m sparkpoint.pipeline.examples.run_clicks``.
+
+Used by the process-level tests (kill the driver, kill an executor) and the benchmark.
+Restores from the newest complete checkpoint under ``--checkpoint-dir`` (or
+``--restore-from``), runs the bounded stream to its end, takes a last checkpoint so all
+output is committed, and writes one JSON line of progress per epoch to ``--progress``.
+With ``--coordinator`` it uses the HA service instead of an embedded coordinator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sparkpoint.pipeline.channel import CheckpointChannel
+from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
+from sparkpoint.pipeline.embedded import EmbeddedChannel
+from sparkpoint.pipeline.examples.clicks import clicks_pipeline
+from sparkpoint.pipeline.session import spark_session
+from sparkpoint.pipeline.sources.generator import ClickEventSource
+
+
+def build_source(args: argparse.Namespace) -> ClickEventSource:
+    return ClickEventSource(
+        splits=args.splits,
+        users=args.users,
+        records_per_epoch=args.records_per_epoch,
+        records_per_split=args.records_per_split or None,
+        seed=args.seed,
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--job-id", default="clicks")
+    p.add_argument("--checkpoint-dir", required=True)
+    p.add_argument("--savepoint-dir")
+    p.add_argument("--output", required=True)
+    p.add_argument("--progress")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--parallelism", type=int, default=4)
+    p.add_argument("--splits", type=int, default=4)
+    p.add_argument("--users", type=int, default=500)
+    p.add_argument("--records-per-epoch", type=int, default=2000)
+    p.add_argument(
+        "--records-per-split", type=int, default=10_000, help="0: an endless stream (Ctrl-C stops)"
+    )
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--interval-ms", type=int, default=1000)
+    p.add_argument("--restore-from")
+    p.add_argument("--coordinator", help="host:port of coordinator replicas, comma-separated")
+    p.add_argument(
+        "--savepoint-after-epochs",
+        type=int,
+        help="stop with a savepoint (into --savepoint-dir) after this many epochs",
+    )
+    return p
+
+
+def make_channel(args: argparse.Namespace) -> CheckpointChannel:
+    if args.coordinator:
+        from sparkpoint.pipeline.background import BackgroundChannel
+        from sparkpoint.pipeline.remote import RemoteChannel
+
+        remote = RemoteChannel(
+            args.coordinator.split(","), checkpoint_config={"interval_ms": args.interval_ms}
+        )
+        return BackgroundChannel(remote)
+    return EmbeddedChannel(
+        args.checkpoint_dir, savepoint_dir=args.savepoint_dir, interval_ms=args.interval_ms
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    progress = Path(args.progress) if args.progress else None
+
+    def report(status: DriverStatus, **extra: Any) -> None:
+        if progress is None:
+            return
+        line = {
+            "epoch": status.epoch,
+            "records": status.records,
+            "restored_from": status.restored_from,
+            "last_completed": status.last_completed,
+            "time": time.time(),
+            **extra,
+        }
+        with progress.open("a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    spark = spark_session(args.master, f"sparkpoint-{args.job_id}")
+    pipeline = clicks_pipeline(
+        args.job_id, build_source(args), args.output, parallelism=args.parallelism
+    )
+    driver = PipelineDriver(
+        pipeline, spark, make_channel(args), restore_from=args.restore_from, on_epoch=report
+    )
+    driver.start()
+    report(driver.status, event="started")
+    try:
+        if args.savepoint_after_epochs is not None:
+            driver.run(max_epochs=args.savepoint_after_epochs)
+            savepoint = driver.stop_with_savepoint(args.savepoint_dir)
+            report(driver.status, event="savepoint", savepoint=savepoint)
+        else:
+            driver.run()
+            driver.finish()
+            report(driver.status, event="finished")
+    except KeyboardInterrupt:
+        # Ctrl-C: stop where we are. Output of completed checkpoints is committed; the
+        # rest is replayed from the last completed checkpoint by the next start.
+        report(driver.status, event="interrupted")
+    finally:
+        driver.close()
+        spark.stop()
+    print(f"output: {args.output} (committed files: part-*.jsonl)")
+    print(f"checkpoints: {args.checkpoint_dir if not args.coordinator else 'see the coordinator'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

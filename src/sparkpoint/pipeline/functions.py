@@ -1,0 +1,120 @@
+"""What a pipeline author implements: :class:`KeyedProcessFunction`, and its contexts.
+
+Lifecycle on Spark: the function object is shipped to the executors with every epoch, so
+each epoch's task of subtask ``i`` works on a fresh copy. Per task: ``initialize_state``
+(operator state restored or carried over from the previous epoch), ``open``,
+``notify_checkpoint_complete``/``aborted`` for notices that arrived since the last epoch,
+``process_element`` for each of the epoch's records of the subtask's keys (in a
+deterministic order), ``snapshot_state`` when a checkpoint is taken at the end of this
+epoch, ``close``. Keep nothing in plain attributes across epochs: use state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from sparkpoint.pipeline.keyed_state import (
+    KeyedStateBackend,
+    ListState,
+    ListStateDescriptor,
+    MapState,
+    MapStateDescriptor,
+    ValueState,
+    ValueStateDescriptor,
+)
+from sparkpoint.pipeline.operator_state import (
+    OperatorListState,
+    OperatorListStateDescriptor,
+    OperatorStateStore,
+)
+from sparkpoint.recovery.keys import Key
+
+V = TypeVar("V")
+K = TypeVar("K")
+
+
+class RuntimeContext:
+    """Where a function declares keyed state (in ``open``) and learns where it runs."""
+
+    def __init__(
+        self, backend: KeyedStateBackend, subtask: int, parallelism: int, epoch: int
+    ) -> None:
+        self._backend = backend
+        self.subtask = subtask
+        self.parallelism = parallelism
+        self.epoch = epoch
+
+    def get_state(self, descriptor: ValueStateDescriptor[V]) -> ValueState[V]:
+        self._backend.declare(descriptor)
+        return ValueState(self._backend, descriptor)
+
+    def get_list_state(self, descriptor: ListStateDescriptor[V]) -> ListState[V]:
+        self._backend.declare(descriptor)
+        return ListState(self._backend, descriptor)
+
+    def get_map_state(self, descriptor: MapStateDescriptor[K, V]) -> MapState[K, V]:
+        self._backend.declare(descriptor)
+        return MapState(self._backend, descriptor)
+
+
+class InitializationContext:
+    """Given to ``initialize_state``: the subtask's operator list states."""
+
+    def __init__(self, store: OperatorStateStore, subtask: int, parallelism: int) -> None:
+        self._store = store
+        self.subtask = subtask
+        self.parallelism = parallelism
+
+    @property
+    def is_restored(self) -> bool:
+        """True when operator state came from a checkpoint or an earlier epoch."""
+        return self._store.is_restored
+
+    def get_list_state(self, descriptor: OperatorListStateDescriptor[V]) -> OperatorListState[V]:
+        return self._store.get_list_state(descriptor)
+
+
+class Context:
+    """Given to ``process_element``: emit outputs with :meth:`collect`."""
+
+    def __init__(self, out: list[Any], subtask: int, epoch: int) -> None:
+        self._out = out
+        self.subtask = subtask
+        self.epoch = epoch
+        self.current_key: Key = None
+
+    def collect(self, value: Any) -> None:
+        self._out.append(value)
+
+
+class KeyedProcessFunction:
+    """Override ``process_element``; the rest are optional hooks.
+
+    >>> class Count(KeyedProcessFunction):
+    ...     def open(self, ctx):
+    ...         self.count = ctx.get_state(ValueStateDescriptor("count", 0))
+    ...     def process_element(self, key, value, ctx):
+    ...         self.count.update(self.count.value() + 1)
+    ...         ctx.collect((key, self.count.value()))
+    """
+
+    def initialize_state(self, ctx: InitializationContext) -> None:
+        """Declare operator list state (restored values are already in it)."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        """Declare keyed state."""
+
+    def process_element(self, key: Key, value: Any, ctx: Context) -> None:
+        raise NotImplementedError
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        """A checkpoint is taken after this epoch: bring operator state up to date."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` is durable."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` will never complete."""
+
+    def close(self) -> None:
+        """End of this epoch's task."""

@@ -1,0 +1,34 @@
+"""A SparkSession for pipelines: executors run this very Python (so they import
+sparkpoint and the job's module), the UI is off and shuffles are small."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def spark_session(
+    master: str = "local[2]", app_name: str = "sparkpoint", **conf: str
+) -> SparkSession:
+    """Get or create a session; ``conf``: more Spark settings by their own names,
+    e.g. ``spark_session(**{"spark.task.maxFailures": "8"})``."""
+    from pyspark.sql import SparkSession
+
+    # Python workers must be this interpreter: the system python3 has no sparkpoint.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.pyspark.python", sys.executable)
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

@@ -1,0 +1,238 @@
+"""What runs on the executors, one call per partition (= subtask): read source ranges,
+process an epoch, write snapshots, read state back. Plain picklable objects, so Spark
+ships them with their parameters and a retried task does exactly the same.
+
+Elements of the state RDD: ``(key, {state name → value})`` for keyed state and
+``(Slot(i), {name → (mode, list)})`` for subtask i's operator state.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sparkpoint.checkpoint import KeyGroupsStateHandle, OperatorSubtaskState
+from sparkpoint.pipeline.functions import (
+    Context,
+    InitializationContext,
+    KeyedProcessFunction,
+    RuntimeContext,
+)
+from sparkpoint.pipeline.keyed_state import KeyedStateBackend
+from sparkpoint.pipeline.operator_state import OperatorStateStore, decode_element, encode_element
+from sparkpoint.pipeline.partitioner import Slot
+from sparkpoint.pipeline.sink import PendingFile, SinkWriter
+from sparkpoint.pipeline.sources.base import EpochRange, SplitReader
+from sparkpoint.recovery.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
+from sparkpoint.recovery.keys import canonical_key_bytes
+from sparkpoint.recovery.plan import SubtaskRestore
+from sparkpoint.recovery.reader import read_operator_state, read_subtask_keyed_state
+from sparkpoint.recovery.statefile import KeyedStateWriter, OperatorStateWriter
+from sparkpoint.storage.location import CheckpointLocation
+
+#: Tags of the union of state and records (the value side of each pair).
+STATE, RECORD = 0, 1
+#: Tags of an epoch's result elements ``(tag, a, b)``.
+OUT_STATE, OUT_VALUE, OUT_COUNT = 0, 1, 2
+
+
+def tag_state(value: Any) -> tuple[int, Any]:
+    return STATE, value
+
+
+def tag_record(value: Any) -> tuple[int, Any]:
+    return RECORD, value
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTask:
+    """Source ranges → ``(key, ((split, position), record))``."""
+
+    reader: SplitReader
+    key_selector: Callable[[Any], Any]
+
+    def __call__(self, ranges: Iterable[EpochRange]) -> Iterator[tuple[Any, Any]]:
+        for split in ranges:
+            for position, record in self.reader.read(split):
+                yield self.key_selector(record), ((split.split, position), record)
+
+
+@dataclass(frozen=True, slots=True)
+class EpochTask:
+    """Runs the keyed function over one partition of the union (state first, then the
+    epoch's records). Records are processed in (split, position) order, never in the
+    order the shuffle delivered them, so a recomputed partition gives the same result."""
+
+    function: KeyedProcessFunction
+    epoch: int
+    parallelism: int
+    notices: tuple[tuple[str, int], ...] = ()
+    snapshot_id: int | None = None
+
+    def __call__(self, index: int, items: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
+        entries, operator_state, records = _split_union(items)
+        backend = KeyedStateBackend(entries)
+        store = OperatorStateStore(operator_state)
+        fn = self.function
+        fn.initialize_state(InitializationContext(store, index, self.parallelism))
+        fn.open(RuntimeContext(backend, index, self.parallelism, self.epoch))
+        for kind, checkpoint_id in self.notices:
+            notify = (
+                fn.notify_checkpoint_complete
+                if kind == "complete"
+                else fn.notify_checkpoint_aborted
+            )
+            notify(checkpoint_id)
+        out: list[Any] = []
+        ctx = Context(out, index, self.epoch)
+        for _, key, value in records:
+            backend.set_current_key(key)
+            ctx.current_key = key
+            fn.process_element(key, value, ctx)
+        if self.snapshot_id is not None:
+            fn.snapshot_state(self.snapshot_id)
+        fn.close()
+
+        for key, entry in backend.items():
+            yield OUT_STATE, key, entry
+        snapshot = store.snapshot()
+        if snapshot:
+            yield OUT_STATE, Slot(index), snapshot
+        for value in out:
+            yield OUT_VALUE, None, value
+        yield OUT_COUNT, index, len(records)
+
+
+def _split_union(
+    items: Iterable[tuple[Any, tuple[int, Any]]],
+) -> tuple[dict[Any, dict[str, Any]], dict[str, Any] | None, list[tuple[Any, Any, Any]]]:
+    """Keyed state entries, the operator state and the records of one union partition;
+    records sorted by (split, position)."""
+    entries: dict[Any, dict[str, Any]] = {}
+    operator_state: dict[str, Any] | None = None
+    records: list[tuple[Any, Any, Any]] = []
+    for key, (tag, payload) in items:
+        if tag == STATE:
+            if isinstance(key, Slot):
+                operator_state = payload
+            else:
+                entries[key] = payload
+        else:
+            records.append((payload[0], key, payload[1]))
+    records.sort(key=lambda r: r[0])
+    return entries, operator_state, records
+
+
+def only_state(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    for tag, key, value in items:
+        if tag == OUT_STATE:
+            yield key, value
+
+
+@dataclass(frozen=True, slots=True)
+class SinkTask:
+    """Writes one partition's outputs of an epoch (phase one of the sink) and reports
+    ``(pending file or None, records processed)``."""
+
+    writer: SinkWriter
+
+    def __call__(
+        self, index: int, items: Iterable[tuple[int, Any, Any]]
+    ) -> Iterator[tuple[PendingFile | None, int]]:
+        outputs, processed = [], 0
+        for tag, _, value in items:
+            if tag == OUT_VALUE:
+                outputs.append(value)
+            elif tag == OUT_COUNT:
+                processed += value
+        yield self.writer.write(index, outputs), processed
+
+
+def _attempt() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return 0 if context is None else context.attemptNumber()
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotTask:
+    """Writes subtask ``index``'s state as ONE stream: keyed state in key-group order
+    (one offset per key group), then its operator state. Yields ``(index, state)`` or,
+    when the snapshot cannot be written, ``(index, reason)``: a failed snapshot declines
+    the checkpoint, it must not fail the job."""
+
+    location: CheckpointLocation
+    operator_uid: str
+    parallelism: int
+    max_parallelism: int
+
+    def __call__(
+        self, index: int, items: Iterable[tuple[Any, Any]]
+    ) -> Iterator[tuple[int, OperatorSubtaskState | str]]:
+        keyed, operator_state = [], {}
+        for key, value in items:
+            if isinstance(key, Slot):
+                operator_state = value
+            else:
+                key_bytes = canonical_key_bytes(key)
+                group = key_group_for_key_bytes(key_bytes, self.max_parallelism)
+                keyed.append((group, key_bytes, pickle.dumps(value, protocol=5)))
+        keyed.sort()
+        key_groups = key_group_range_for_subtask(self.max_parallelism, self.parallelism, index)
+        stream = None
+        try:
+            stream = self.location.state_output(self.operator_uid, index, _attempt())
+            writer = KeyedStateWriter(stream, key_groups, self.max_parallelism)
+            current = None
+            for group, key_bytes, value in keyed:
+                if group != current:
+                    writer.begin_key_group(group)
+                    current = group
+                writer.write_encoded(key_bytes, value)
+            offsets = writer.finish()
+            op_writer = OperatorStateWriter(stream, start_position=stream.tell())
+            for name, (mode, elements) in sorted(operator_state.items()):
+                op_writer.declare(name, mode)
+                for element in elements:
+                    op_writer.add(name, mode, encode_element(element))
+            handle = stream.close_and_get_handle()
+        except Exception as exc:  # any failure to write is this subtask's decline reason
+            if stream is not None:
+                stream.abort()
+            yield index, f"{type(exc).__name__}: {exc}"
+            return
+        state = OperatorSubtaskState(
+            keyed=(KeyGroupsStateHandle(key_groups, offsets, handle),),
+            operator=(op_writer.handle(handle),) if operator_state else (),
+        )
+        yield index, state
+
+
+@dataclass(frozen=True, slots=True)
+class LoadTask:
+    """Reads subtask ``index``'s state back from its handles (after a snapshot, or on
+    restore) into state-RDD elements. Runs on the partition that the ``Slot(index)``
+    marker went to, so what it yields is already where the partitioner says."""
+
+    subtasks: tuple[SubtaskRestore, ...]
+    max_parallelism: int
+
+    def __call__(self, index: int, markers: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        for _ in markers:
+            pass
+        subtask = self.subtasks[index]
+        for _, key, value in read_subtask_keyed_state(
+            subtask, max_parallelism=self.max_parallelism
+        ):
+            yield key, pickle.loads(value)
+        if subtask.operator:
+            modes = {n: i.mode for h in subtask.operator for n, i in h.states.items()}
+            elements = read_operator_state(subtask.operator)
+            restored = {
+                name: (mode, [decode_element(e) for e in elements.get(name, [])])
+                for name, mode in modes.items()
+            }
+            yield Slot(index), restored

@@ -1,0 +1,112 @@
+"""The clicks job as a real driver process, and the processes around it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparkpoint.pipeline import ClickEventSource
+from sparkpoint.pipeline.examples.clicks import expected_output
+from sparkpoint.pipeline.sink import TransactionalFileSink
+
+SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 300, 1600, 400
+
+
+def expected() -> list[str]:
+    source = ClickEventSource(
+        splits=SPLITS, users=USERS, records_per_epoch=PER_EPOCH, records_per_split=PER_SPLIT
+    )
+    return expected_output(source.all_records())
+
+
+def committed(out: Path) -> list[str]:
+    return sorted(TransactionalFileSink(str(out)).committed_lines())
+
+
+@dataclass
+class DriverProcess:
+    proc: subprocess.Popen[bytes]
+    progress: Path
+    log: Path
+
+    def reports(self) -> list[dict[str, Any]]:
+        if not self.progress.exists():
+            return []
+        return [json.loads(line) for line in self.progress.read_text().splitlines() if line]
+
+    def latest(self) -> dict[str, Any]:
+        found = self.reports()
+        return found[-1] if found else {}
+
+    def kill(self) -> None:
+        """kill -9 the driver and its JVM (its own process group)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            self.kill()
+            tail = self.log.read_text()[-4000:]
+            raise AssertionError(f"driver did not finish; log:\n{tail}") from exc
+
+
+def start_driver(work: Path, *extra: str, master: str = "local[2]") -> DriverProcess:
+    work.mkdir(parents=True, exist_ok=True)
+    progress = work / "progress.jsonl"
+    log = work / f"driver-{len(list(work.glob('driver-*.log')))}.log"
+    args = [
+        sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
+        "--checkpoint-dir", str(work / "ckpt"),
+        "--savepoint-dir", str(work / "savepoints"),
+        "--output", str(work / "out"),
+        "--progress", str(progress),
+        "--master", master,
+        "--splits", str(SPLITS), "--users", str(USERS),
+        "--records-per-split", str(PER_SPLIT), "--records-per-epoch", str(PER_EPOCH),
+        "--interval-ms", "300",
+        *extra,
+    ]  # fmt: skip
+    with log.open("wb") as f:
+        proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    return DriverProcess(proc, progress, log)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def executor_pids(driver_pid: int) -> list[int]:
+    """Executor JVMs (CoarseGrainedExecutorBackend) started for this driver."""
+    pids = []
+    for pid in descendants(driver_pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"CoarseGrainedExecutorBackend" in cmdline:
+            pids.append(pid)
+    return pids

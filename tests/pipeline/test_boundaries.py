@@ -1,0 +1,25 @@
+"""The pipeline keeps to its side of the package boundaries (DESIGN.md section 2): it
+talks to the service only through ``sparkpoint.client``, and leaves kazoo, click and
+hdfs to their packages."""
+
+from __future__ import annotations
+
+from tests.service.test_boundaries import imported_roots
+
+
+def test_pipeline_imports_no_kazoo_click_hdfs_or_service() -> None:
+    for module, names in imported_roots("pipeline").items():
+        roots = {n.split(".")[0] for n in names}
+        assert not roots & {"kazoo", "click", "hdfs"}, (module, roots)
+        inside = [n for n in names if n.startswith(("sparkpoint.service", "sparkpoint.ha"))]
+        assert not inside, (module, inside)
+
+
+def test_only_the_pipeline_imports_pyspark() -> None:
+    from tests.service.test_boundaries import SRC
+
+    for package in sorted(p.name for p in SRC.iterdir() if p.is_dir() and p.name != "pipeline"):
+        if package.startswith("__"):
+            continue
+        for module, names in imported_roots(package).items():
+            assert not [n for n in names if n.split(".")[0] == "pyspark"], module
