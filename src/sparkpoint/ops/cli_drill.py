@@ -5,6 +5,7 @@ could not run."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,8 @@ def _spec(opts: dict[str, Any]) -> TargetSpec:
 
 def _execute(opts: dict[str, Any], body: Callable[..., DrillReport]) -> None:
     console = Console(stderr=opts["as_json"])
+    # Drills break connections on purpose: kazoo's reconnect warnings are expected noise.
+    logging.getLogger("kazoo.client").setLevel(logging.ERROR)
 
     def progress(result: IterationResult) -> None:
         figures = ", ".join(

@@ -85,7 +85,7 @@ class LocalCluster:
                 quorum=self.zk.connect_string,
                 cluster_id=cluster_id,
                 session_timeout_s=self.settings.session_timeout_s,
-            )  # fmt: skip
+            )
         ).start()
         self.replicas = [
             LocalReplica(
@@ -203,7 +203,7 @@ class RemoteTarget:
             command = self.restart_command.format(
                 instance_id=shlex.quote(instance_id), pid=self._pids.get(instance_id, "")
             )
-            subprocess.run(command, shell=True, check=False, timeout=timeout)  # noqa: S602
+            subprocess.run(command, shell=True, check=False, timeout=timeout)
         before = getattr(self, "_answering_before", 1)
         _wait(lambda: len(self._answering()) >= before, timeout,
               f"{before} replicas ready again")  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 SINGLE_LEADER = "single_leader"
 IDS_RISING = "ids_strictly_rising"
@@ -61,7 +62,7 @@ def check_ids_rising(ids_in_completion_order: Sequence[int]) -> Invariant:
     twice = sorted(i for i, n in Counter(ids_in_completion_order).items() if n > 1)
     if twice:
         problems.append(f"ids completed more than once: {twice[:10]}")
-    for before, after in zip(ids_in_completion_order, ids_in_completion_order[1:], strict=False):
+    for before, after in pairwise(ids_in_completion_order):
         if after <= before:
             problems.append(f"id {after} completed after id {before}")
     return _result(IDS_RISING, problems, f"{len(ids_in_completion_order)} completions")

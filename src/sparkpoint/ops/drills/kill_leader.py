@@ -28,6 +28,8 @@ from sparkpoint.ops.drills.invariants import (
 from sparkpoint.ops.drills.observer import ClusterObserver, Observation
 from sparkpoint.ops.drills.report import DrillReport, IterationResult
 
+STABLE_S = 1.0
+
 
 @dataclass(frozen=True, slots=True)
 class KillLeaderOptions:
@@ -39,12 +41,17 @@ class KillLeaderOptions:
 
 
 def steady(observer: ClusterObserver, after_completions: int, deadline_s: float) -> Observation:
-    """Wait until a leader is published and a checkpoint completed after the given count."""
-    found = observer.wait_for(
-        lambda o: o if o.leader_epoch is not None and len(o.completions) > after_completions
-        else None,
-        deadline_s,
-    )  # fmt: skip
+    """Wait until one leader has been published for a while (the same epoch for
+    ``STABLE_S``) and a checkpoint completed after the given count."""
+
+    def ready(o: Observation) -> Observation | None:
+        if o.leader_epoch is None or len(o.completions) <= after_completions or not o.samples:
+            return None
+        recent = [s.epoch for s in o.samples if s.at_s >= o.samples[-1].at_s - STABLE_S]
+        settled = o.samples[-1].at_s - o.samples[0].at_s >= STABLE_S
+        return o if settled and set(recent) == {o.leader_epoch} else None
+
+    found = observer.wait_for(ready, deadline_s)
     if not isinstance(found, Observation):
         raise DrillError("no leader completing checkpoints (cluster not steady)")
     return found
@@ -95,7 +102,9 @@ def run_kill_leader(
             pacing.wait(pause)  # the pause is the fault under test, not synchronisation
             target.signal(victim, signal.SIGCONT)
         after = observer.wait_for(
-            lambda o: o if first_after(o, epoch, max_before, signalled)[2] is not None else None,
+            lambda o, e=epoch, m=max_before, t=signalled: (
+                o if first_after(o, e, m, t)[2] is not None else None
+            ),
             options.deadline_s,
         )
         obs = after if isinstance(after, Observation) else observer.snapshot()

@@ -149,8 +149,11 @@ class DrillReport:
 
         xs = [r.iteration for r in self.iterations]
         fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-        for attr, label, marker in (("time_to_leader_s", "to new leader", "o"),
-                                    ("time_to_checkpoint_s", "to first checkpoint", "s")):  # fmt: skip
+        series = (
+            ("time_to_leader_s", "to new leader", "o"),
+            ("time_to_checkpoint_s", "to first checkpoint", "s"),
+        )
+        for attr, label, marker in series:
             ys = [getattr(r, attr) for r in self.iterations]
             ax.plot(xs, [y if y is not None else float("nan") for y in ys], marker=marker,
                     label=label)  # fmt: skip

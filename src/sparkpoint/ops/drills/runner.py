@@ -6,7 +6,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkpoint.ops.drills.cluster import LocalCluster, RemoteTarget, Target
@@ -23,7 +23,7 @@ class TargetSpec:
     local: bool
     directory: Path | None = None
     pipeline: bool = True
-    settings: ReplicaSettings = ReplicaSettings()
+    settings: ReplicaSettings = field(default_factory=ReplicaSettings)
     quorum: str | None = None
     cluster_id: str | None = None
     root: str | None = None

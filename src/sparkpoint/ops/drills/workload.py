@@ -81,7 +81,8 @@ class AckDriver:
             for i in range(op.parallelism)
         ]
         # Retry for long: registration may meet a leader election, or a lost quorum.
-        self.client = CoordinatorClient(self.addresses, timeout_s=3.0, retry_for_s=120.0)
+        # A short request timeout: a frozen leader must not hold the driver up for long.
+        self.client = CoordinatorClient(self.addresses, timeout_s=1.0, retry_for_s=120.0)
         self.client.register_job(self.graph, {"interval_ms": self.interval_ms})
         self._thread = threading.Thread(target=self._run, name="drill-driver", daemon=True)
         self._thread.start()
