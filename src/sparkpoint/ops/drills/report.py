@@ -167,6 +167,9 @@ class DrillReport:
                 ax.axhline(value, linestyle="--", linewidth=1, color="grey")
                 ax.annotate(f"{label} {value:g} s", (xs[0] if xs else 1, value),
                             textcoords="offset points", xytext=(0, 3), fontsize=8)  # fmt: skip
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("iteration")
         ax.set_ylabel("seconds after the signal")
         signal = self.config.get("signal", "")
