@@ -47,6 +47,9 @@ def target_options(func: F) -> F:
         click.option("--restart-command", metavar="CMD",
                      help="Deployment: shell command restarting a signalled replica "
                           "({instance_id}, {pid} filled in); default: its supervisor does."),
+        click.option("--signal-command", metavar="CMD",
+                     help="Deployment: shell command signalling a replica elsewhere "
+                          "({instance_id}, {signal} filled in; default: local processes only)."),
         click.option("--job", "job_id", default=None,
                      help="Deployment: the drill's own job id (default drill-job)."),
         click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -68,6 +71,7 @@ def _spec(opts: dict[str, Any]) -> TargetSpec:
         pipeline=opts["workload"] == "pipeline", settings=settings,
         quorum=opts["quorum"], cluster_id=opts["cluster_id"], root=opts["root"],
         restart_command=opts["restart_command"], job_id=opts["job_id"],
+        signal_command=opts["signal_command"],
     )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import signal
 import subprocess
 import time
 import uuid
@@ -154,7 +155,8 @@ class RemoteTarget:
     (found by the pid in its default instance id ``<host>-<pid>``); ``restart_command``
     (a shell command; ``{instance_id}`` and ``{pid}`` are filled in) brings it back,
     otherwise the deployment's supervisor must, and the drill waits until as many
-    replicas answer as before."""
+    replicas answer as before. ``signal_command`` (``{instance_id}``, ``{signal}`` as in
+    ``KILL``) delivers the signal instead, for replicas elsewhere."""
 
     quorum: str
     cluster_id: str
@@ -162,6 +164,7 @@ class RemoteTarget:
     settings: ReplicaSettings
     restart_command: str | None = None
     job_id: str | None = None
+    signal_command: str | None = None
 
     def start(self) -> RemoteTarget:
         extra = {"root": self.root} if self.root else {}
@@ -182,9 +185,15 @@ class RemoteTarget:
             return []
 
     def can_signal(self, instance_id: str) -> bool:
-        return local_pid_of(instance_id) is not None
+        return self.signal_command is not None or local_pid_of(instance_id) is not None
 
     def signal(self, instance_id: str, sig: int) -> None:
+        self._answering_before = len(self._answering())
+        if self.signal_command:
+            name = signal.Signals(sig).name.removeprefix("SIG")
+            command = self.signal_command.format(instance_id=shlex.quote(instance_id), signal=name)
+            subprocess.run(command, shell=True, check=True, timeout=60)
+            return
         pid = local_pid_of(instance_id)
         if pid is None:
             raise DrillError(
@@ -192,7 +201,6 @@ class RemoteTarget:
                 "instance id): the drill can only signal local processes"
             )
         self._pids[instance_id] = pid
-        self._answering_before = len(self._answering())
         os.kill(pid, sig)
 
     def _answering(self) -> list[str]:

@@ -29,6 +29,7 @@ class TargetSpec:
     root: str | None = None
     restart_command: str | None = None
     job_id: str | None = None
+    signal_command: str | None = None
 
 
 def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
@@ -60,7 +61,8 @@ def drill_target(spec: TargetSpec) -> Iterator[tuple[Target, ClusterObserver]]:
     else:
         assert spec.quorum and spec.cluster_id
         target = RemoteTarget(spec.quorum, spec.cluster_id, spec.root, spec.settings,
-                              spec.restart_command, spec.job_id).start()  # fmt: skip
+                              spec.restart_command, spec.job_id,
+                              spec.signal_command).start()  # fmt: skip
     observer = ClusterObserver(target.conn, target.workload.job_id, target.addresses).start()
     try:
         yield target, observer
