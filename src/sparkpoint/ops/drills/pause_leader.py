@@ -66,8 +66,8 @@ def run_pause_leader(
 
     def settled(o: Observation) -> Observation | None:
         _, _, ckpt = first_after(o, epoch, max_before, frozen_at)
-        if ckpt is None or ckpt < thawed_at:
-            return None  # wait for a completion after the thaw as well
+        if ckpt is None or not any(at >= thawed_at for _, at in o.completions):
+            return None  # the new leader's first checkpoint, and one after the thaw too
         fenced = fenced_writes(address)
         state = this_state(address)
         return o if fenced is not None and fenced > fenced_before and state == "follower" else None
