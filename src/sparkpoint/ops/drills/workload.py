@@ -196,7 +196,12 @@ class ClicksPipeline:
             self.abort()
             return Invariant("exactly_once_output", False, "bounded replay did not finish")
         if code != 0:
-            return Invariant("exactly_once_output", False, f"bounded replay exited {code}")
+            log = self.directory / "driver-bounded.log"
+            last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+            return Invariant(
+                "exactly_once_output", False,
+                f"bounded replay exited {code} ({log}: {' '.join(last)[-300:]})",
+            )  # fmt: skip
         return self._verdict(bound)
 
     def _verdict(self, bound: int) -> Invariant:
