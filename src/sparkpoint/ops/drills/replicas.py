@@ -30,6 +30,11 @@ class ReplicaSettings:
     renew_interval_s: float = 0.2
     takeover_timeout_s: float = 1.0
     num_retained: int = 5
+    # A driver restarted while a checkpoint is pending may be sent that checkpoint's
+    # trigger again and decline it (its predecessor left a state file behind). The
+    # exactly-once check restarts the driver once, on purpose: tolerate a few declined
+    # checkpoints so the job is not marked failing for it (the next checkpoint completes).
+    tolerable_failed_checkpoints: int = 3
 
     def as_sets(self) -> dict[str, str]:
         return {
@@ -39,6 +44,9 @@ class ReplicaSettings:
             "high-availability.lease.takeover-timeout": f"{self.takeover_timeout_s:g} s",
             "state.checkpoints.num-retained": str(self.num_retained),
             "heartbeat.timeout": "10 s",
+            "execution.checkpointing.tolerable-failed-checkpoints": str(
+                self.tolerable_failed_checkpoints
+            ),
         }
 
 

@@ -44,6 +44,7 @@ def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
         "takeover_timeout_s": s.takeover_timeout_s,
         "renew_interval_s": s.renew_interval_s,
         "num_retained": s.num_retained,
+        "tolerable_failed_checkpoints": s.tolerable_failed_checkpoints if spec.local else None,
     }  # fmt: skip
 
 
