@@ -49,12 +49,17 @@ class BackgroundChannel:
                 job = self._work.get(timeout=self._interval)
             except queue.Empty:
                 job = None
-            if job is not None:
-                job()
-            if self._closed.is_set():
-                return
-            for notice in self.inner.heartbeat():
-                self._notices.put(notice)
+            try:
+                if job is not None:
+                    job()
+                if self._closed.is_set():
+                    return
+                for notice in self.inner.heartbeat():
+                    self._notices.put(notice)
+            except Exception:
+                # A refused request must not end the thread: the epoch loop would never
+                # hear of a checkpoint again. Log it; the next round tries afresh.
+                log.exception("coordinator request failed")
 
     def heartbeat(self) -> list[ChannelNotice]:
         self._start()
