@@ -21,6 +21,7 @@ def main() -> None:
 def _register_commands() -> None:
     # Each command group lives in its own module; this is the only place that lists them.
     from sparkpoint.ops.cli_demo import demo
+    from sparkpoint.ops.cli_drill import drill_group
     from sparkpoint.ops.cli_metadata import metadata_group
     from sparkpoint.ops.cli_restore import restore
     from sparkpoint.ops.cli_service import coordinator_group
@@ -28,6 +29,7 @@ def _register_commands() -> None:
     from sparkpoint.ops.cli_zookeeper import zookeeper_group
 
     main.add_command(demo)
+    main.add_command(drill_group)
     main.add_command(metadata_group)
     main.add_command(restore)
     main.add_command(zookeeper_group)

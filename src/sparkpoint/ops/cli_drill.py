@@ -1,0 +1,159 @@
+"""`sparkpoint drill kill-leader | pause-leader | zookeeper-loss`: thin commands over
+``sparkpoint.ops.drills``. Exit status 1 when any invariant was violated, 2 when the drill
+could not run."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from sparkpoint.ha import HAError
+from sparkpoint.ops.cli_common import zookeeper_options
+from sparkpoint.ops.drills.cluster import DrillError
+from sparkpoint.ops.drills.kill_leader import KillLeaderOptions, run_kill_leader
+from sparkpoint.ops.drills.pause_leader import run_pause_leader
+from sparkpoint.ops.drills.replicas import ReplicaSettings
+from sparkpoint.ops.drills.report import DrillReport, IterationResult
+from sparkpoint.ops.drills.runner import TargetSpec, run_drill
+from sparkpoint.ops.drills.zookeeper_loss import run_zookeeper_loss
+
+F = Callable[..., Any]
+
+
+def target_options(func: F) -> F:
+    func = zookeeper_options(func)
+    options = [
+        click.option("--local", is_flag=True,
+                     help="Self-contained: a 3-server ZooKeeper ensemble, 3 coordinators and "
+                          "the demo pipeline on this machine."),
+        click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
+                     help="--local: where data and logs go (default: a new temporary one)."),
+        click.option("--workload", type=click.Choice(["pipeline", "driver"]),
+                     default="pipeline", show_default=True,
+                     help="--local: the demo PySpark pipeline (checks exactly-once output) "
+                          "or a light acknowledging driver."),
+        click.option("--session-timeout", type=click.FloatRange(1.0, 600.0), default=10.0,
+                     show_default=True, help="--local: replicas' session timeout (s)."),
+        click.option("--takeover-timeout", type=click.FloatRange(0.3, 600.0), default=1.0,
+                     show_default=True,
+                     help="Lease takeover timeout (s): --local sets it; for a deployment, "
+                          "give its configured value (it sets the pause lengths)."),
+        click.option("--restart-command", metavar="CMD",
+                     help="Deployment: shell command restarting a signalled replica "
+                          "({instance_id}, {pid} filled in); default: its supervisor does."),
+        click.option("--signal-command", metavar="CMD",
+                     help="Deployment: shell command signalling a replica elsewhere "
+                          "({instance_id}, {signal} filled in; default: local processes only)."),
+        click.option("--job", "job_id", default=None,
+                     help="Deployment: the drill's own job id (default drill-job)."),
+        click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Write report.json, summary.txt and failover.png here."),
+        click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _spec(opts: dict[str, Any]) -> TargetSpec:
+    if not opts["local"] and not (opts["quorum"] and opts["cluster_id"]):
+        raise click.UsageError("give --local, or --zookeeper QUORUM and --cluster-id ID")
+    settings = ReplicaSettings(session_timeout_s=opts["session_timeout"],
+                               takeover_timeout_s=opts["takeover_timeout"])  # fmt: skip
+    return TargetSpec(
+        local=opts["local"], directory=opts["directory"],
+        pipeline=opts["workload"] == "pipeline", settings=settings,
+        quorum=opts["quorum"], cluster_id=opts["cluster_id"], root=opts["root"],
+        restart_command=opts["restart_command"], job_id=opts["job_id"],
+        signal_command=opts["signal_command"],
+    )  # fmt: skip
+
+
+def _execute(opts: dict[str, Any], body: Callable[..., DrillReport]) -> None:
+    console = Console(stderr=opts["as_json"])
+    # Drills break connections on purpose: kazoo's reconnect warnings are expected noise.
+    logging.getLogger("kazoo.client").setLevel(logging.ERROR)
+
+    def progress(result: IterationResult) -> None:
+        figures = ", ".join(
+            f"{label} {value:.2f} s"
+            for label, value in (("leader", result.time_to_leader_s),
+                                 ("checkpoint", result.time_to_checkpoint_s))
+            if value is not None
+        )  # fmt: skip
+        verdict = "[green]ok[/]" if result.ok else "[bold red]VIOLATED[/]"
+        console.log(f"{result.iteration}: {result.action}: {figures or 'no failover'} {verdict}")
+
+    try:
+        report = run_drill(_spec(opts), lambda t, o, c: body(t, o, c, progress))
+    except (DrillError, HAError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if opts["report_dir"]:
+        paths = report.write(opts["report_dir"])
+        console.log(f"report: {', '.join(str(p) for p in paths.values())}")
+    if opts["as_json"]:
+        click.echo(json.dumps(report.to_dict(), indent=1))
+    else:
+        console.print(report.table())
+        for line in report.summary_lines():
+            console.print(line)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@click.group("drill")
+def drill_group() -> None:
+    """Failover drills against a deployment (--zookeeper, --cluster-id) or --local."""
+
+
+@drill_group.command("kill-leader")
+@click.option("--iterations", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--signal", "signal_name", type=click.Choice(["KILL", "TERM", "STOP"]),
+              default="KILL", show_default=True,
+              help="STOP freezes the leader for 3 x the takeover timeout, then CONT.")  # fmt: skip
+@click.option("--interval", type=click.FloatRange(min=0.0), default=2.0, show_default=True,
+              help="Seconds between iterations, once the cluster is steady again.")  # fmt: skip
+@target_options
+def kill_leader(iterations: int, signal_name: str, interval: float, **opts: Any) -> None:
+    """Signal the leader ITERATIONS times; time each failover and check the invariants.
+
+    Measures, from each signal, the time to a new leader (a higher fencing epoch) and to
+    the first checkpoint it completes; checks at most one acting leader at any moment,
+    checkpoint ids strictly rising and never reused, no retained checkpoint lost, and with
+    --local the demo pipeline's exactly-once output. The replica is then restarted.
+    """
+    options = KillLeaderOptions(iterations=iterations, signal=signal_name, interval_s=interval)
+    _execute(opts, lambda t, o, c, p: run_kill_leader(t, o, options, c, p))
+
+
+@drill_group.command("pause-leader")
+@target_options
+def pause_leader(**opts: Any) -> None:
+    """The zombie: SIGSTOP the leader for 3 x the takeover timeout, then SIGCONT.
+
+    A follower must take over meanwhile; the thawed leader must complete nothing, its
+    first write must be fenced, and it must step down to follower.
+    """
+    _execute(opts, run_pause_leader)
+
+
+@drill_group.command("zookeeper-loss")
+@click.option("--outage", type=click.FloatRange(min=1.0), default=5.0, show_default=True,
+              help="Seconds the quorum stays lost.")  # fmt: skip
+@target_options
+def zookeeper_loss(outage: float, **opts: Any) -> None:
+    """One ZooKeeper server of three lost, then the quorum, then the quorum back (--local).
+
+    One server down: leadership and checkpoints go on. Quorum lost: no replica acts, no
+    checkpoint completes, nothing is written. Quorum back: exactly one leader,
+    checkpoints resume, no id reused.
+    """
+    if not opts["local"]:
+        raise click.UsageError("zookeeper-loss stops ZooKeeper servers: it runs with --local")
+    _execute(opts, lambda t, o, c, p: run_zookeeper_loss(t, o, c, p, outage_s=outage))

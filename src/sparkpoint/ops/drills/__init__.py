@@ -1,0 +1,24 @@
+"""Failover drills: signal the leader (or ZooKeeper) of a real deployment, measure how long
+leadership and checkpoints take to come back, and check the invariants that make failover
+safe. ``sparkpoint drill …`` is the thin face over this package."""
+
+from sparkpoint.ops.drills.invariants import (
+    Invariant,
+    LeaderSample,
+    check_exactly_once,
+    check_ids_rising,
+    check_retained_kept,
+    check_single_leader,
+)
+from sparkpoint.ops.drills.report import DrillReport, IterationResult
+
+__all__ = [
+    "DrillReport",
+    "Invariant",
+    "IterationResult",
+    "LeaderSample",
+    "check_exactly_once",
+    "check_ids_rising",
+    "check_retained_kept",
+    "check_single_leader",
+]

@@ -1,0 +1,202 @@
+"""A drill's report: every iteration's figures and invariant results, as JSON, a human
+summary (a rich table) and a PNG plot of failover times per iteration."""
+
+from __future__ import annotations
+
+import io
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sparkpoint.ops.drills.invariants import Invariant
+
+
+@dataclass
+class IterationResult:
+    iteration: int
+    action: str  # e.g. "SIGKILL coordinator-2", "server 3 of 3 stopped"
+    time_to_leader_s: float | None = None
+    time_to_checkpoint_s: float | None = None
+    old_epoch: int | None = None
+    new_epoch: int | None = None
+    new_leader: str | None = None
+    invariants: list[Invariant] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(i.ok for i in self.invariants)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "action": self.action,
+            "time_to_leader_s": _round(self.time_to_leader_s),
+            "time_to_checkpoint_s": _round(self.time_to_checkpoint_s),
+            "old_epoch": self.old_epoch,
+            "new_epoch": self.new_epoch,
+            "new_leader": self.new_leader,
+            "invariants": [i.to_dict() for i in self.invariants],
+            "ok": self.ok,
+            **({"notes": self.notes} if self.notes else {}),
+        }
+
+
+@dataclass
+class DrillReport:
+    drill: str
+    config: dict[str, Any]
+    iterations: list[IterationResult] = field(default_factory=list)
+    # Checks over the whole run (ids over every iteration, exactly-once at the end).
+    overall: list[Invariant] = field(default_factory=list)
+
+    @property
+    def violations(self) -> list[str]:
+        found = [f"iteration {r.iteration}: {i.name}: {i.detail}"
+                 for r in self.iterations for i in r.invariants if not i.ok]  # fmt: skip
+        return found + [f"overall: {i.name}: {i.detail}" for i in self.overall if not i.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def figures(self) -> dict[str, Any]:
+        leader = [r.time_to_leader_s for r in self.iterations if r.time_to_leader_s is not None]
+        ckpt = [r.time_to_checkpoint_s for r in self.iterations
+                if r.time_to_checkpoint_s is not None]  # fmt: skip
+        session = self.config.get("session_timeout_s")
+        out: dict[str, Any] = {"iterations": len(self.iterations)}
+        for name, values in (("time_to_leader_s", leader), ("time_to_checkpoint_s", ckpt)):
+            if values:
+                out[name] = {
+                    "median": _round(statistics.median(values)),
+                    "max": _round(max(values)),
+                    "min": _round(min(values)),
+                }
+                if session:
+                    out[name]["median_over_session_timeout"] = round(
+                        statistics.median(values) / session, 3
+                    )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "drill": self.drill,
+            "ok": self.ok,
+            "config": self.config,
+            "figures": self.figures(),
+            "iterations": [r.to_dict() for r in self.iterations],
+            "overall": [i.to_dict() for i in self.overall],
+            "violations": self.violations,
+        }
+
+    # --- renderings ---------------------------------------------------------------------
+
+    def summary_text(self, width: int = 110) -> str:
+        from rich.console import Console
+
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
+        console.print(self.table())
+        for line in self.summary_lines():
+            console.print(line)
+        return buffer.getvalue()
+
+    def table(self) -> Any:
+        from rich.table import Table
+
+        table = Table(title=f"sparkpoint drill {self.drill}")
+        for column in ("#", "action", "to new leader", "to 1st checkpoint", "epoch", "invariants"):
+            table.add_column(column)
+        for r in self.iterations:
+            table.add_row(
+                str(r.iteration),
+                r.action,
+                _secs(r.time_to_leader_s),
+                _secs(r.time_to_checkpoint_s),
+                f"{r.old_epoch}→{r.new_epoch}" if r.new_epoch is not None else "-",
+                "ok"
+                if r.ok
+                else "VIOLATED: " + ", ".join(i.name for i in r.invariants if not i.ok),
+            )
+        return table
+
+    def summary_lines(self) -> list[str]:
+        lines = []
+        fig = self.figures()
+        session = self.config.get("session_timeout_s")
+        for name, label in (("time_to_leader_s", "new leader"),
+                            ("time_to_checkpoint_s", "first checkpoint by it")):  # fmt: skip
+            if name in fig:
+                f = fig[name]
+                ratio = (f" = {f['median_over_session_timeout']:.2f} x the {session:g} s session"
+                         " timeout") if "median_over_session_timeout" in f else ""  # fmt: skip
+                lines.append(f"{label}: median {f['median']:.2f} s{ratio}, max {f['max']:.2f} s")
+        for inv in self.overall:
+            lines.append(f"{inv.name}: {'ok' if inv.ok else 'VIOLATED'} ({inv.detail})")
+        lines.append("invariants: all held" if self.ok
+                     else f"invariants: {len(self.violations)} VIOLATED")  # fmt: skip
+        return lines
+
+    def plot(self, path: Path) -> None:
+        # Agg and a lazy import: no display needed, and no matplotlib cost unless plotting.
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        xs = [r.iteration for r in self.iterations]
+        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+        series = (
+            ("time_to_leader_s", "to new leader", "o"),
+            ("time_to_checkpoint_s", "to first checkpoint", "s"),
+        )
+        for attr, label, marker in series:
+            ys = [getattr(r, attr) for r in self.iterations]
+            ax.plot(xs, [y if y is not None else float("nan") for y in ys], marker=marker,
+                    label=label)  # fmt: skip
+        bad = [r.iteration for r in self.iterations if not r.ok]
+        for x in bad:
+            ax.axvline(x, color="red", alpha=0.3)
+        for key, label in (("takeover_timeout_s", "lease takeover timeout"),
+                           ("session_timeout_s", "session timeout")):  # fmt: skip
+            value = self.config.get(key)
+            if value:
+                ax.axhline(value, linestyle="--", linewidth=1, color="grey")
+                ax.annotate(f"{label} {value:g} s", (xs[0] if xs else 1, value),
+                            textcoords="offset points", xytext=(0, 3), fontsize=8)  # fmt: skip
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("seconds after the signal")
+        signal = self.config.get("signal", "")
+        ax.set_title(f"sparkpoint drill {self.drill} {signal}".strip())
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)
+
+    def write(self, directory: Path) -> dict[str, Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = {
+            "json": directory / "report.json",
+            "summary": directory / "summary.txt",
+            "plot": directory / "failover.png",
+        }
+        paths["json"].write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        paths["summary"].write_text(self.summary_text())
+        self.plot(paths["plot"])
+        return paths
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None
+
+
+def _secs(value: float | None) -> str:
+    return f"{value:.2f} s" if value is not None else "-"

@@ -1,0 +1,111 @@
+"""The drills' invariant checkers are pure functions: fed histories that hold and ones
+that break them, they must tell which is which (a drill that cannot fail proves nothing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sparkpoint.ops.drills import (
+    DrillReport,
+    Invariant,
+    IterationResult,
+    LeaderSample,
+    check_exactly_once,
+    check_ids_rising,
+    check_retained_kept,
+    check_single_leader,
+)
+
+rising = st.lists(st.integers(1, 10_000), unique=True).map(sorted)
+
+
+@given(rising)
+def test_strictly_rising_ids_hold(ids: list[int]) -> None:
+    assert check_ids_rising(ids).ok
+
+
+@given(rising.filter(lambda ids: len(ids) >= 1), st.data())
+def test_a_reused_id_is_reported(ids: list[int], data: st.DataObject) -> None:
+    reused = data.draw(st.sampled_from(ids))
+    verdict = check_ids_rising([*ids, reused])
+    assert not verdict.ok
+    assert str(reused) in verdict.detail
+
+
+def test_an_id_below_one_already_completed_is_reported() -> None:
+    verdict = check_ids_rising([1, 2, 5, 4, 6])
+    assert not verdict.ok
+    assert "id 4 completed after id 5" in verdict.detail
+
+
+def test_two_acting_leaders_in_one_sample_are_reported() -> None:
+    samples = [
+        LeaderSample(0.0, 3, ("a",)),
+        LeaderSample(0.1, 4, ("a", "b")),
+        LeaderSample(0.2, 4, ("b",)),
+    ]
+    verdict = check_single_leader(samples)
+    assert not verdict.ok
+    assert "2 acting leaders" in verdict.detail
+
+
+def test_an_epoch_going_back_is_reported() -> None:
+    samples = [LeaderSample(0.0, 3, ("a",)), LeaderSample(0.1, None), LeaderSample(0.2, 2, ())]
+    verdict = check_single_leader(samples)
+    assert not verdict.ok
+    assert "epoch 2 after epoch 3" in verdict.detail
+
+
+@given(st.lists(st.tuples(st.integers(1, 50), st.booleans()), max_size=30))
+def test_one_or_no_leader_with_rising_epochs_holds(steps: list[tuple[int, bool]]) -> None:
+    epoch, samples = 0, []
+    for i, (bump, leading) in enumerate(steps):
+        epoch += bump
+        samples.append(LeaderSample(i * 0.05, epoch, ("x",) if leading else ()))
+    assert check_single_leader(samples).ok
+
+
+def test_retained_checkpoints_kept_or_subsumed_hold() -> None:
+    assert check_retained_kept([4, 5], [4, 5, 6]).ok
+    assert check_retained_kept([4, 5], [6]).ok  # both subsumed by 6
+    assert check_retained_kept([], []).ok
+
+
+def test_a_lost_retained_checkpoint_is_reported() -> None:
+    verdict = check_retained_kept([4, 5], [4])  # 5 vanished and nothing newer holds it
+    assert not verdict.ok
+    assert "[5]" in verdict.detail
+    assert not check_retained_kept([7], []).ok
+
+
+def test_exactly_once_output() -> None:
+    assert check_exactly_once(["a", "b", "b"], ["b", "a", "b"]).ok
+    duplicated = check_exactly_once(["a", "b", "b"], ["a", "b"])
+    assert not duplicated.ok
+    assert "1 lines extra or duplicated" in duplicated.detail
+    missing = check_exactly_once(["a"], ["a", "b"])
+    assert not missing.ok
+    assert "1 expected lines missing" in missing.detail
+
+
+def test_report_with_a_violation_is_not_ok_and_still_renders(tmp_path: Path) -> None:
+    bad = IterationResult(2, "SIGKILL r1", 1.0, 2.0, 3, 4, "r2",
+                          [check_ids_rising([1, 2, 2])])  # fmt: skip
+    good = IterationResult(1, "SIGKILL r2", 0.9, None, 2, 3, "r1", [Invariant("x", True)])
+    report = DrillReport("kill-leader", {"session_timeout_s": 10.0, "takeover_timeout_s": 1.0},
+                         [good, bad])  # fmt: skip
+    assert not report.ok
+    assert report.violations == [
+        "iteration 2: ids_strictly_rising: ids completed more than once: [2]; "
+        "id 2 completed after id 2"
+    ]
+    data = report.to_dict()
+    assert data["ok"] is False
+    assert data["figures"]["time_to_leader_s"]["median"] == 0.95
+    assert data["figures"]["time_to_leader_s"]["median_over_session_timeout"] == 0.095
+    paths = report.write(tmp_path / "r")
+    assert paths["plot"].stat().st_size > 0
+    assert "VIOLATED" in paths["summary"].read_text()
