@@ -325,6 +325,45 @@ def test_restore_plan_rescales_from_the_latest_checkpoint(service, http) -> None
         client.close()
 
 
+def test_a_new_driver_run_never_completes_an_earlier_runs_checkpoint(service, http) -> None:
+    client = CoordinatorClient(service.address, retry_for_s=10)
+    try:
+        graph = make_graph(JOB)
+        client.register_job(graph, {"interval_ms": 3_600_000})
+        client.restore_plan(JOB, graph)
+        acks = [
+            (op.uid, i, keyed_state(i, op.parallelism) if op.keyed else OperatorSubtaskState())
+            for op in graph.operators
+            for i in range(op.parallelism)
+        ]
+        done = client.trigger_checkpoint(JOB)
+        assert client.acknowledge(JOB, done, acks)["status"] == "completed"
+        # The first run acknowledges half of the next checkpoint, then its driver dies.
+        torn = client.trigger_checkpoint(JOB)
+        assert client.acknowledge(JOB, torn, acks[:1])["status"] == "pending"
+
+        # A new run registers and asks for its restore plan: the torn checkpoint is aborted,
+        # so the new run's acknowledgements can never complete it with a mixed cut.
+        registered = client.register_job(graph, {"interval_ms": 3_600_000})
+        answer = client.restore_plan(JOB, graph)
+        assert answer.restored is not None and answer.restored["checkpoint_id"] == done
+        finished = http.post(
+            f"/v1/jobs/{JOB}/checkpoints/{torn}/acks",
+            json={"acks": [{"operator_uid": uid, "subtask": i,
+                            "state": {"keyed": [], "operator": []}} for uid, i, _ in acks[1:]]},
+        )  # fmt: skip
+        refused(finished, 409, "checkpoint_finished")
+        overview = client.checkpoints(JOB)
+        assert overview["latest"]["completed"]["id"] == done
+        assert [p["checkpoint_id"] for p in overview["retained"]][-1] == done
+        # And the new run's heartbeats start after the earlier run's notices.
+        beat = client.heartbeat(JOB, registered["notification_seq"])
+        assert all(n.checkpoint_id != torn or n.type == "abort" for n in beat.notifications)
+        assert client.trigger_checkpoint(JOB) > torn
+    finally:
+        client.close()
+
+
 def test_client_imports_no_kazoo_pyspark_or_service() -> None:
     code = (
         "import sys, sparkpoint.client\n"

@@ -160,6 +160,20 @@ class CheckpointCoordinator:
                     aborted.append(pending.checkpoint_id)
             return aborted
 
+    def abort_pending(self, reason: str, now_ms: int | None = None) -> list[int]:
+        """Abort every pending checkpoint but go on triggering (a new driver run started:
+        what the old run acknowledged and what the new one would snapshot are not one
+        consistent cut, so no pending checkpoint may complete with a mix of both). Not
+        counted as failures. Returns the ids aborted."""
+        now = self._now(now_ms)
+        with self._lock:
+            aborted = []
+            for pending in self._tracker.pending():
+                if pending.status is CheckpointStatus.IN_PROGRESS:
+                    self._state.abort(pending, reason, now)
+                    aborted.append(pending.checkpoint_id)
+            return aborted
+
     def close(self, timeout: float = 10.0) -> bool:
         """:meth:`stop`, then let queued deletions finish (if this coordinator owns them)."""
         self.stop()

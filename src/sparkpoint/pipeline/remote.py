@@ -50,8 +50,10 @@ class RemoteChannel:
         return self._job_id
 
     def register(self, graph: JobGraph) -> None:
-        self.client.register_job(graph, self._config)
+        reply = self.client.register_job(graph, self._config)
         self._job_id = graph.job_id
+        # Notices from before this run (triggers of an earlier driver) are not ours.
+        self._seq = int(reply.get("notification_seq", 0))
 
     def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
         reply = self.client.restore_plan(self.job_id, graph, pointer=pointer)

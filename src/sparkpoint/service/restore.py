@@ -31,6 +31,9 @@ def restore_plan(
         raise InvalidRequestError(
             f"the graph is of job {graph.job_id!r}, the request is for job {session.job_id!r}"
         )
+    # A restore plan is asked for by a driver starting a new run: checkpoints still pending
+    # from an earlier run must not be completed with acknowledgements from this one.
+    session.coordinator.abort_pending("a new driver run asked for a restore plan")
     loaded: LoadedCheckpoint | None
     if pointer is None:
         loaded = load_latest_checkpoint(session.store, storage, session.job_id)

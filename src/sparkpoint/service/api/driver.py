@@ -76,7 +76,10 @@ def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
     graph = JobGraph.from_dict(body.graph.model_dump())
     session = term.register(graph, body.checkpoint_config, replace=body.replace)
     return RegisterReply(
-        job_id=session.job_id, leader_epoch=term.epoch, status=session.job_status().value
+        job_id=session.job_id,
+        leader_epoch=term.epoch,
+        status=session.job_status().value,
+        notification_seq=session.last_seq(),
     )
 
 

@@ -46,6 +46,9 @@ class RegisterReply(BaseModel):
     job_id: str
     leader_epoch: int
     status: str
+    notification_seq: int = Field(
+        0, description="The job's last notification seq: a new driver run heartbeats after it."
+    )
 
 
 class HeartbeatRequest(BaseModel):
