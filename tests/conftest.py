@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.ha import ZooKeeperConnection
 from sparkpoint.ops.zookeeper import LocalZooKeeper
+from tests.service.support import ReplicaProcess, spawn_replica
 from tests.support.zk import settings_for
 
 # A short tick lets tests use session timeouts of a second or two (the server accepts
@@ -66,3 +68,42 @@ def connect(zk_settings: ZooKeeperSettings) -> Iterator[object]:
 @pytest.fixture(autouse=True)
 def _quiet_kazoo() -> None:
     logging.getLogger("kazoo.client").setLevel(logging.WARNING)
+
+
+@pytest.fixture
+def cluster_id() -> str:
+    """A fresh cluster id: tests sharing the session's ZooKeeper never see each other."""
+    return f"c-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def observer(zk_server: LocalZooKeeper, cluster_id: str) -> Iterator[ZooKeeperConnection]:
+    """A read-only look at the cluster's znodes."""
+    conn = ZooKeeperConnection(
+        ZooKeeperSettings(quorum=zk_server.connect_string, cluster_id=cluster_id)
+    ).start()
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def replicas(tmp_path: Path, zk_server: LocalZooKeeper, cluster_id: str) -> Iterator[object]:
+    """Factory of coordinator replica processes (`sparkpoint coordinator run`) of the
+    cluster; all are killed at the end (logs kept in tmp_path)."""
+    spawned: list[ReplicaProcess] = []
+
+    def _spawn(name: str, **kw: object) -> ReplicaProcess:
+        replica = spawn_replica(
+            tmp_path / "replicas",
+            name,
+            quorum=zk_server.connect_string,
+            cluster_id=cluster_id,
+            checkpoints_dir=tmp_path / "checkpoints",
+            **kw,  # type: ignore[arg-type]
+        )
+        spawned.append(replica)
+        return replica
+
+    yield _spawn
+    for replica in spawned:
+        replica.kill()

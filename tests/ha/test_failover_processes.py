@@ -7,13 +7,11 @@ so every test can also check that no id is ever handed out twice.
 from __future__ import annotations
 
 import signal
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.counter.zookeeper import decode_count
 from sparkpoint.ha import ZooKeeperConnection, list_contenders, read_leader
 from sparkpoint.ops.zookeeper import LocalZooKeeper
@@ -21,20 +19,6 @@ from tests.support.processes import ContenderProcess, spawn_contender
 from tests.support.waiting import wait_until
 
 JOB = "job-a"
-
-
-@pytest.fixture
-def cluster_id() -> str:
-    return f"p-{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture
-def observer(zk_server: LocalZooKeeper, cluster_id: str) -> Iterator[ZooKeeperConnection]:
-    conn = ZooKeeperConnection(
-        ZooKeeperSettings(quorum=zk_server.connect_string, cluster_id=cluster_id)
-    ).start()
-    yield conn
-    conn.close()
 
 
 @pytest.fixture

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import signal
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from sparkpoint.config import ZooKeeperSettings
-from sparkpoint.ha import ZooKeeperConnection, read_leader
+from sparkpoint.ha import read_leader
 from sparkpoint.ops.zookeeper import LocalZooKeeper
 from tests.support.processes import ContenderProcess, spawn_contender
 from tests.support.waiting import wait_until
@@ -26,19 +24,6 @@ SESSION = 30.0
 TAKEOVER = 1.5
 RENEW = 0.25
 JOB = "lease-job"
-
-
-@pytest.fixture
-def cluster_id() -> str:
-    return f"l-{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture
-def observer(zk_server: LocalZooKeeper, cluster_id: str) -> Iterator[ZooKeeperConnection]:
-    settings = ZooKeeperSettings(quorum=zk_server.connect_string, cluster_id=cluster_id)
-    conn = ZooKeeperConnection(settings).start()
-    yield conn
-    conn.close()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,9 @@ import httpx
 import pytest
 import yaml
 
-from sparkpoint.ops.zookeeper import LocalZooKeeper, free_port
+from sparkpoint.ops.zookeeper import free_port
 from tests.ops_artifacts.artifacts import ALERTS, tool
-from tests.service.support import Driver, ReplicaProcess, make_graph, spawn_replica, wait_leader
+from tests.service.support import Driver, ReplicaProcess, make_graph, wait_leader
 from tests.support.waiting import wait_until
 
 SCRAPE_JOB = "sparkpoint"
@@ -77,21 +76,8 @@ class Prometheus:
 
 
 @pytest.fixture
-def coordinators(tmp_path: Path, zk_server: LocalZooKeeper) -> Iterator[list[ReplicaProcess]]:
-    cluster_id = f"o-{uuid.uuid4().hex[:10]}"
-    spawned = [
-        spawn_replica(
-            tmp_path / "replicas",
-            name,
-            quorum=zk_server.connect_string,
-            cluster_id=cluster_id,
-            checkpoints_dir=tmp_path / "checkpoints",
-        )
-        for name in ("c0", "c1")
-    ]
-    yield spawned
-    for replica in spawned:
-        replica.kill()
+def coordinators(replicas) -> list[ReplicaProcess]:
+    return [replicas(name) for name in ("c0", "c1")]
 
 
 @pytest.fixture

@@ -3,14 +3,11 @@ processes, a real driver process talking HTTP through the client."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from sparkpoint.ops.zookeeper import LocalZooKeeper
-from tests.service.support import ReplicaProcess, spawn_replica, wait_leader
+from tests.service.support import ReplicaProcess, wait_leader
 from tests.support.waiting import wait_until
 
 from . import processes
@@ -19,23 +16,11 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, zk_server: LocalZooKeeper) -> Iterator[list[ReplicaProcess]]:
-    """Two coordinator replicas of a fresh cluster id; killed at the end."""
-    cluster_id = f"p-{uuid.uuid4().hex[:10]}"
-    replicas = [
-        spawn_replica(
-            tmp_path / "replicas",
-            name,
-            quorum=zk_server.connect_string,
-            cluster_id=cluster_id,
-            checkpoints_dir=tmp_path / "checkpoints",
-        )
-        for name in ("a", "b")
-    ]
-    wait_leader(replicas)
-    yield replicas
-    for replica in replicas:
-        replica.kill()
+def cluster(replicas) -> list[ReplicaProcess]:
+    """Two coordinator replicas of a fresh cluster id, one of them leading."""
+    spawned = [replicas(name) for name in ("a", "b")]
+    wait_leader(spawned)
+    return spawned
 
 
 def _addresses(replicas: list[ReplicaProcess]) -> str:

@@ -125,6 +125,18 @@ def spawn_embedded(directory: Path, name: str) -> ReplicaProcess:
     return ReplicaProcess(name, port, proc, log_path)
 
 
+def empty_acks(graph: JobGraph) -> dict[str, Any]:
+    """An acks request body for every subtask of ``graph``, with empty state — what a held
+    acknowledgement sent late to a deposed leader looks like."""
+    return {
+        "acks": [
+            {"operator_uid": op.uid, "subtask": i, "state": {"keyed": [], "operator": []}}
+            for op in graph.operators
+            for i in range(op.parallelism)
+        ]
+    }
+
+
 def make_graph(job_id: str, parallelism: int = 2) -> JobGraph:
     return JobGraph(
         job_id,

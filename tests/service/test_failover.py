@@ -13,7 +13,7 @@ from sparkpoint.ha import ZooKeeperConnection, list_contenders, read_leader
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.support.waiting import wait_until
 
-from .support import Driver, ReplicaProcess, make_graph, wait_leader
+from .support import Driver, ReplicaProcess, empty_acks, make_graph, wait_leader
 
 JOB = "clicks"
 
@@ -139,13 +139,7 @@ def test_zombie_leader_completes_nothing_and_steps_down(replicas, observer) -> N
 
         zombie.signal(signal.SIGCONT)
         # The held acknowledgements go straight to the zombie, as a slow network would.
-        body = {
-            "acks": [
-                {"operator_uid": op.uid, "subtask": i, "state": {"keyed": [], "operator": []}}
-                for op in driver.graph.operators
-                for i in range(op.parallelism)
-            ]
-        }
+        body = empty_acks(driver.graph)
         response = httpx.post(
             f"{zombie.address}/v1/jobs/{JOB}/checkpoints/{held_id}/acks", json=body, timeout=30
         )

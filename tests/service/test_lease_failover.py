@@ -17,7 +17,7 @@ import pytest
 from sparkpoint.ha import read_leader
 from tests.support.waiting import wait_until
 
-from .support import Driver, make_graph, wait_leader
+from .support import Driver, empty_acks, make_graph, wait_leader
 from .test_failover import JOB, assert_history_sound, stored_ids
 
 TAKEOVER_S = 1.0  # the replicas' lease takeover timeout (tests/service/support.py)
@@ -56,13 +56,7 @@ def test_zombie_past_its_lease_completes_and_notifies_nothing(replicas, observer
         before = stored_ids(observer)
 
         zombie.signal(signal.SIGCONT)
-        acks = {
-            "acks": [
-                {"operator_uid": op.uid, "subtask": i, "state": {"keyed": [], "operator": []}}
-                for op in driver.graph.operators
-                for i in range(op.parallelism)
-            ]
-        }
+        acks = empty_acks(driver.graph)
         # Straight to the zombie, the moment it wakes: its lease lapsed, so it refuses.
         late = httpx.post(
             f"{zombie.address}/v1/jobs/{JOB}/checkpoints/{held_id}/acks", json=acks, timeout=30

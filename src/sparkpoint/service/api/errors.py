@@ -39,14 +39,20 @@ from sparkpoint.service.errors import (
 
 log = logging.getLogger(__name__)
 
-#: Coordinator refusals: (exception, status, code), most specific first.
-_COORDINATOR = (
-    (UnknownCheckpointError, 404, "unknown_checkpoint"),
-    (CheckpointFinishedError, 409, "checkpoint_finished"),
-    (DuplicateAcknowledgeError, 409, "duplicate_ack"),
-    (UnexpectedSubtaskError, 422, "unexpected_subtask"),
-    (InvalidSubtaskStateError, 422, "invalid_state"),
-    (TriggerRejectedError, 409, "trigger_rejected"),
+#: Refusals that map straight to a status: (exception, status, code, retry?).
+_REFUSALS: tuple[tuple[type[Exception], int, str, bool], ...] = (
+    (UnknownCheckpointError, 404, "unknown_checkpoint", False),
+    (CheckpointFinishedError, 409, "checkpoint_finished", False),
+    (DuplicateAcknowledgeError, 409, "duplicate_ack", False),
+    (UnexpectedSubtaskError, 422, "unexpected_subtask", False),
+    (InvalidSubtaskStateError, 422, "invalid_state", False),
+    (TriggerRejectedError, 409, "trigger_rejected", False),
+    (CoordinatorStoppedError, 503, "leadership_lost", True),
+    (TriggerFailedError, 500, "trigger_failed", False),
+    (InvalidOptionError, 400, "invalid_option", False),
+    (InvalidCheckpointValue, 422, "invalid_request", False),
+    (RestoreValidationError, 422, "restore_validation", False),
+    (CheckpointLoadError, 422, "checkpoint_unreadable", False),
 )
 
 
@@ -84,38 +90,14 @@ def install(app: FastAPI) -> None:
     async def service_error(_: Request, exc: ServiceError) -> Response:
         return error(_SERVICE_STATUS.get(type(exc), 500), exc.code, exc.message)
 
-    for exc_type, status, code in _COORDINATOR:
+    for exc_type, status, code, retry in _REFUSALS:
 
-        async def coordinator_error(
-            _: Request, exc: Exception, status: int = status, code: str = code
+        async def refused(
+            _: Request, exc: Exception, status: int = status, code: str = code, retry: bool = retry
         ) -> Response:
-            return error(status, code, str(exc))
+            return error(status, code, str(exc), retry=retry)
 
-        app.add_exception_handler(exc_type, coordinator_error)
-
-    @app.exception_handler(CoordinatorStoppedError)
-    async def stopped(_: Request, exc: CoordinatorStoppedError) -> Response:
-        return error(503, "leadership_lost", str(exc), retry=True)
-
-    @app.exception_handler(TriggerFailedError)
-    async def trigger_failed(_: Request, exc: TriggerFailedError) -> Response:
-        return error(500, "trigger_failed", str(exc))
-
-    @app.exception_handler(InvalidOptionError)
-    async def invalid_option(_: Request, exc: InvalidOptionError) -> Response:
-        return error(400, "invalid_option", str(exc))
-
-    @app.exception_handler(InvalidCheckpointValue)
-    async def invalid_value(_: Request, exc: InvalidCheckpointValue) -> Response:
-        return error(422, "invalid_request", str(exc))
-
-    @app.exception_handler(RestoreValidationError)
-    async def restore_validation(_: Request, exc: RestoreValidationError) -> Response:
-        return error(422, "restore_validation", str(exc))
-
-    @app.exception_handler(CheckpointLoadError)
-    async def restore_load(_: Request, exc: CheckpointLoadError) -> Response:
-        return error(422, "checkpoint_unreadable", str(exc))
+        app.add_exception_handler(exc_type, refused)
 
     @app.exception_handler(HAError)
     async def coordination(request: Request, exc: HAError) -> Response:
