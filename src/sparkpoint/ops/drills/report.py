@@ -51,6 +51,9 @@ class DrillReport:
     iterations: list[IterationResult] = field(default_factory=list)
     # Checks over the whole run (ids over every iteration, exactly-once at the end).
     overall: list[Invariant] = field(default_factory=list)
+    # Checkpoints the drivers were told were aborted (declined, expired, superseded run):
+    # not a violation by themselves, but a failover should not cost any.
+    aborted: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def violations(self) -> list[str]:
@@ -67,7 +70,8 @@ class DrillReport:
         ckpt = [r.time_to_checkpoint_s for r in self.iterations
                 if r.time_to_checkpoint_s is not None]  # fmt: skip
         session = self.config.get("session_timeout_s")
-        out: dict[str, Any] = {"iterations": len(self.iterations)}
+        out: dict[str, Any] = {"iterations": len(self.iterations),
+                               "aborted_checkpoints": len(self.aborted)}  # fmt: skip
         for name, values in (("time_to_leader_s", leader), ("time_to_checkpoint_s", ckpt)):
             if values:
                 out[name] = {
@@ -89,6 +93,7 @@ class DrillReport:
             "figures": self.figures(),
             "iterations": [r.to_dict() for r in self.iterations],
             "overall": [i.to_dict() for i in self.overall],
+            "aborted_checkpoints": self.aborted,
             "violations": self.violations,
         }
 
@@ -136,6 +141,9 @@ class DrillReport:
                 lines.append(f"{label}: median {f['median']:.2f} s{ratio}, max {f['max']:.2f} s")
         for inv in self.overall:
             lines.append(f"{inv.name}: {'ok' if inv.ok else 'VIOLATED'} ({inv.detail})")
+        reasons = sorted({str(a.get("reason")) for a in self.aborted})
+        lines.append(f"checkpoints aborted: {len(self.aborted)}"
+                     + (f" ({'; '.join(reasons)[:300]})" if reasons else ""))  # fmt: skip
         lines.append("invariants: all held" if self.ok
                      else f"invariants: {len(self.violations)} VIOLATED")  # fmt: skip
         return lines
