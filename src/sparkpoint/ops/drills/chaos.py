@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sparkpoint.ha import HAError
+from sparkpoint.ops.drills import phases
 from sparkpoint.ops.drills.cluster import DrillError, LocalCluster, Target
 from sparkpoint.ops.drills.faults import Mode
 from sparkpoint.ops.drills.invariants import (
@@ -186,6 +187,7 @@ def _leader_fault(
         time_to_checkpoint_s=None if ckpt_at is None else ckpt_at - t0,
         old_epoch=epoch, new_epoch=new_epoch, new_leader=obs.leader_instance,
     )  # fmt: skip
+    result.phases = phases.measure(target, observer, obs, t0, leader_at, max_before)
     if ckpt_at is None:
         result.invariants.append(Invariant(
             "failover_completed", False,

@@ -202,8 +202,8 @@ class FaultProxy:
                 if mode is Mode.DELAY:
                     self._closed.wait(faults.delay_s)  # the delay is the fault itself
                 dst.sendall(data)
-        except OSError:
-            pass
+        except (OSError, ValueError):
+            pass  # reset or closed (a closed socket has no descriptor to select on)
         finally:
             with self._lock:
                 self._pairs = [p for p in self._pairs if src not in p]

@@ -54,6 +54,7 @@ class ClusterObserver:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.started = time.monotonic()
+        self.started_wall = time.time()
         self.obs = Observation()
 
     def start(self) -> ClusterObserver:
@@ -76,6 +77,11 @@ class ClusterObserver:
                 self.obs.leader_epoch, self.obs.leader_instance, self.obs.leader_address,
                 self.obs.errors,
             )  # fmt: skip
+
+    def wall(self, at_s: float | None) -> float | None:
+        """A time on the observer's clock as wall-clock seconds (what other processes on
+        this machine record), for lining up phases."""
+        return None if at_s is None else self.started_wall + at_s
 
     def completion_ids(self) -> list[int]:
         with self._lock:

@@ -115,7 +115,8 @@ class AckDriver:
                 continue
             for notice in beat.notifications:
                 seq = max(seq, notice.seq)
-                self.received.append({**dataclasses.asdict(notice), "receiver": "ack-driver"})
+                self.received.append({**dataclasses.asdict(notice), "receiver": "ack-driver",
+                                      "time": time.time()})  # fmt: skip
                 if notice.type == "trigger":
                     # A 404/409 means the checkpoint died with the old leader: expected.
                     with contextlib.suppress(ClientError):
