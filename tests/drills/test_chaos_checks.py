@@ -119,3 +119,12 @@ def test_failover_phases_add_up_and_a_missing_timestamp_blanks_only_its_neighbou
                              notices=notices)  # fmt: skip
     assert no_ack["snapshot"] is None and no_ack["finalisation"] is None
     assert no_ack["delivery"] == 0.2
+
+
+def test_the_replay_bound_covers_every_run_of_a_restarted_driver() -> None:
+    from sparkpoint.ops.drills.workload import epochs_read
+
+    reports = [{"event": "started", "epoch": 0}, {"epoch": 12},
+               {"event": "started", "epoch": 0}, {"epoch": 6}]  # fmt: skip
+    assert epochs_read(reports) == 18
+    assert epochs_read([{"event": "started", "epoch": 0}, {"epoch": 4}]) == 4

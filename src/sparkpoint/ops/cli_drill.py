@@ -69,7 +69,9 @@ def target_options(func: F) -> F:
     return func
 
 
-def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False) -> TargetSpec:
+def _spec(
+    opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_: Any
+) -> TargetSpec:
     if not opts["local"] and not (opts["quorum"] and opts["cluster_id"]):
         raise click.UsageError("give --local, or --zookeeper QUORUM and --cluster-id ID")
     if opts["takeover_timeout"] >= opts["session_timeout"]:
@@ -81,7 +83,8 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False) -> TargetSpe
             f"{opts['takeover_timeout']:g} s is below 3 lease renewals "
             f"({3 * _DEFAULTS.renew_interval_s:g} s)", param_hint="--takeover-timeout")  # fmt: skip
     settings = ReplicaSettings(session_timeout_s=opts["session_timeout"],
-                               takeover_timeout_s=opts["takeover_timeout"])  # fmt: skip
+                               takeover_timeout_s=opts["takeover_timeout"],
+                               **settings_)  # fmt: skip
     return TargetSpec(
         local=opts["local"], directory=opts["directory"],
         pipeline=opts["workload"] == "pipeline", settings=settings,
@@ -92,9 +95,9 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False) -> TargetSpe
 
 
 def _execute(
-    opts: dict[str, Any], body: Callable[..., DrillReport], *, zookeeper_proxies: bool = False
+    opts: dict[str, Any], body: Callable[..., DrillReport], **spec_options: Any
 ) -> None:
-    spec = _spec(opts, zookeeper_proxies=zookeeper_proxies)
+    spec = _spec(opts, **spec_options)
     code = report_and_exit_code(opts, lambda p: run_drill(spec, lambda t, o, c: body(t, o, c, p)))
     if code:
         raise SystemExit(code)
@@ -198,10 +201,11 @@ def zookeeper_loss(outage: float, **opts: Any) -> None:
               help="Pick only among these (repeatable; default: every fault).")
 @click.option("--interval", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
               help="Seconds between iterations, once the cluster is steady again.")
-@click.option("--orphan-grace", type=click.FloatRange(min=0.0), default=120.0,
+@click.option("--orphan-grace", type=click.FloatRange(min=1.0), default=60.0,
               show_default=True,
-              help="Age (s) past which a checkpoint directory neither retained nor pending "
-                   "counts as leaked.")
+              help="The replicas' orphan-collector grace period (s; scanned every sixth of "
+                   "it): a directory neither retained nor pending and older than the grace, "
+                   "a scan and a margin counts as leaked.")
 @target_options
 def chaos(iterations: int, seed: int, faults: tuple[str, ...], interval: float,
           orphan_grace: float, **opts: Any) -> None:
@@ -224,4 +228,5 @@ def chaos(iterations: int, seed: int, faults: tuple[str, ...], interval: float,
             raise click.UsageError("driver-kill needs --workload pipeline")
     options = ChaosOptions(iterations=iterations, seed=seed, faults=faults or FAULTS,
                            interval_s=interval, orphan_grace_s=orphan_grace)
-    _execute(opts, lambda t, o, c, p: run_chaos(t, o, options, c, p), zookeeper_proxies=True)
+    _execute(opts, lambda t, o, c, p: run_chaos(t, o, options, c, p), zookeeper_proxies=True,
+             orphan_grace_s=orphan_grace, orphan_scan_interval_s=orphan_grace / 6)

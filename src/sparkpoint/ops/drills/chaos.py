@@ -58,6 +58,7 @@ from sparkpoint.ops.zookeeper import ZooKeeperLaunchError
 LEADER_FAULTS = ("kill-9", "sigterm", "sigstop", "zookeeper-cut-off",
                  "zookeeper-replies-dropped")  # fmt: skip
 FAULTS = (*LEADER_FAULTS, "zookeeper-server-kill", "driver-kill")
+LEAK_MARGIN_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +68,9 @@ class ChaosOptions:
     faults: tuple[str, ...] = FAULTS
     interval_s: float = 1.0
     deadline_s: float = 120.0
-    # How old an orphan checkpoint directory may get before the check calls it leaked:
-    # the collector's grace period plus one of its rounds.
-    orphan_grace_s: float = 120.0
+    # The collector's grace period: an orphan older than it, a scan interval and a margin
+    # (for a loaded machine) counts as leaked.
+    orphan_grace_s: float = 60.0
 
 
 def plan_faults(seed: int, iterations: int, faults: tuple[str, ...] = FAULTS) -> list[str]:
@@ -92,7 +93,8 @@ def run_chaos(
         raise DrillError("the chaos drill needs the local cluster (--local)")
     plan = plan_faults(options.seed, options.iterations, options.faults)
     report = DrillReport("chaos", {**config, "seed": options.seed, "faults": list(options.faults),
-                                   "orphan_grace_s": options.orphan_grace_s})  # fmt: skip
+                                   "orphan_grace_s": options.orphan_grace_s,
+                                   "leak_after_s": leak_after(options, target)})  # fmt: skip
     rng = random.Random(f"{options.seed}-servers")
     pacing = threading.Event()  # only ever waited on with a timeout: the drill's own pace
     completed = 0
@@ -140,8 +142,13 @@ def _storage_checks(
     retained = observer.snapshot().retained
     out.append(check_no_stale_directories(
         checkpoint_directories(target.checkpoints_dir / job_id), retained,
-        pending if pending is not None else set(), options.orphan_grace_s))  # fmt: skip
+        pending if pending is not None else set(), leak_after(options, target)))  # fmt: skip
     return out
+
+
+def leak_after(options: ChaosOptions, target: Target) -> float:
+    interval = target.settings.orphan_scan_interval_s or options.orphan_grace_s / 6
+    return options.orphan_grace_s + interval + LEAK_MARGIN_S
 
 
 def _leader_fault(

@@ -19,9 +19,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkpoint.config import CheckpointingSettings, StoreSettings, ZooKeeperSettings
+from sparkpoint.config import (
+    CheckpointingSettings,
+    StoreSettings,
+    ZooKeeperSettings,
+    all_keys,
+)
 from sparkpoint.ops.zookeeper import free_port
 
+ORPHAN_GRACE_KEY = "state.checkpoints.orphan-cleanup.grace-period"
+ORPHAN_INTERVAL_KEY = "state.checkpoints.orphan-cleanup.interval"
 _ZK = ZooKeeperSettings()
 _CHECKPOINTING = CheckpointingSettings()
 
@@ -38,9 +45,19 @@ class ReplicaSettings:
     takeover_timeout_s: float = _ZK.takeover_timeout_s
     num_retained: int = StoreSettings().max_retained
     tolerable_failed_checkpoints: int = _CHECKPOINTING.tolerable_failures
+    # The orphan collector's grace period and scan interval (None: the product's, 10 min
+    # and 1 min): a drill shortens them so that a leak shows within the run.
+    orphan_grace_s: float | None = None
+    orphan_scan_interval_s: float | None = None
 
     def as_sets(self) -> dict[str, str]:
-        return {
+        collector = {
+            key: f"{value:g} s"
+            for key, value in ((ORPHAN_GRACE_KEY, self.orphan_grace_s),
+                               (ORPHAN_INTERVAL_KEY, self.orphan_scan_interval_s))
+            if value is not None and key in all_keys()
+        }  # fmt: skip
+        return collector | {
             "high-availability.zookeeper.client.session-timeout": f"{self.session_timeout_s:g} s",
             "high-availability.lease.renew-interval": f"{self.renew_interval_s * 1000:g} ms",
             "high-availability.lease.takeover-timeout": f"{self.takeover_timeout_s:g} s",

@@ -232,7 +232,7 @@ class ClicksPipeline:
         except subprocess.TimeoutExpired:
             self.abort()
             return Invariant("exactly_once_output", False, "driver did not stop on SIGINT")
-        epochs = max((r.get("epoch", 0) for r in self.reports()), default=0)
+        epochs = epochs_read(self.reports())
         per_split = self.records_per_epoch // self.splits
         # Past every checkpoint the first run may have completed: Ctrl-C can land after an
         # epoch's checkpoint but before its progress line. Replaying further is harmless —
@@ -274,6 +274,19 @@ class ClicksPipeline:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+
+
+def epochs_read(reports: list[dict[str, Any]]) -> int:
+    """An upper bound on the epochs of input read over every run of the driver: a run
+    restarted after a kill counts its epochs from 0 again, from the offsets of the
+    checkpoint it restored (itself no further than the previous run read)."""
+    total = run_max = 0
+    for r in reports:
+        if r.get("event") == "started":
+            total += run_max
+            run_max = 0
+        run_max = max(run_max, int(r.get("epoch", 0)))
+    return total + run_max
 
 
 def wait_started(pipeline: ClicksPipeline, timeout: float, runs: int = 1) -> bool:
