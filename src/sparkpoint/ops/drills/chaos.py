@@ -59,6 +59,8 @@ LEADER_FAULTS = ("kill-9", "sigterm", "sigstop", "zookeeper-cut-off",
                  "zookeeper-replies-dropped")  # fmt: skip
 FAULTS = (*LEADER_FAULTS, "zookeeper-server-kill", "driver-kill")
 LEAK_MARGIN_S = 30.0
+# A restarted driver starts a Spark session first: minutes on a loaded 2-core machine.
+DRIVER_START_S = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,16 @@ def run_chaos(
     pacing = threading.Event()  # only ever waited on with a timeout: the drill's own pace
     completed = 0
     for n, fault in enumerate(plan, start=1):
-        before = steady(observer, completed, options.deadline_s)
+        try:
+            before = steady(observer, completed, options.deadline_s)
+        except DrillError as exc:
+            if n == 1:
+                raise  # never steady at all: the drill could not run
+            # The last fault left the cluster unable to checkpoint: that is the finding.
+            stuck = IterationResult(n, f"{fault} (not injected)")
+            stuck.invariants.append(Invariant("cluster_steady_again", False, str(exc)))
+            report.iterations.append(stuck)
+            break
         notices_before = len(target.workload.notices())
         if fault in LEADER_FAULTS:
             result = _leader_fault(target, observer, options, n, fault, before)
@@ -269,7 +280,7 @@ def _driver_fault(
     max_before = max((cid for cid, _ in before.completions), default=0)
     t0 = time.monotonic() - observer.started
     pipeline.kill()
-    started = pipeline.restart(options.deadline_s)
+    started = pipeline.restart(max(options.deadline_s, DRIVER_START_S))
     restarted_at = time.monotonic() - observer.started
     ckpt_at = (_next_completion(observer, max_before, restarted_at, options.deadline_s)
                if started else None)  # fmt: skip
