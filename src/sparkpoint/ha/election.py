@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from sparkpoint import metrics
+from sparkpoint.config import lease_timing_problem
 from sparkpoint.ha import translate
 from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
 from sparkpoint.ha.errors import (
@@ -92,11 +93,10 @@ class ZooKeeperLeaderElection:
         self.suspend_grace_s = (
             conn.settings.session_timeout_s / 3 if suspend_grace_s is None else suspend_grace_s
         )
-        if takeover_timeout_s is not None and takeover_timeout_s < 2 * renew_interval_s:
-            raise ValueError(
-                f"takeover timeout {takeover_timeout_s} s must be at least two renewal "
-                f"intervals ({renew_interval_s} s)"
-            )
+        if takeover_timeout_s is not None:
+            problem = lease_timing_problem(takeover_timeout_s, renew_interval_s)
+            if problem:
+                raise ValueError(f"takeover timeout {takeover_timeout_s:g} s {problem}")
         self.takeover_timeout_s = takeover_timeout_s
         self.lease_margin_s = (
             (takeover_timeout_s or 0.0) / 4 if lease_margin_s is None else lease_margin_s
