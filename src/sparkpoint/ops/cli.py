@@ -23,9 +23,11 @@ def _register_commands() -> None:
     from sparkpoint.ops.cli_demo import demo
     from sparkpoint.ops.cli_drill import drill_group
     from sparkpoint.ops.cli_metadata import metadata_group
+    from sparkpoint.ops.cli_orphans import gc_command
     from sparkpoint.ops.cli_restore import restore
     from sparkpoint.ops.cli_service import coordinator_group
     from sparkpoint.ops.cli_status import COMMANDS as STATUS_COMMANDS
+    from sparkpoint.ops.cli_status import checkpoints_group
     from sparkpoint.ops.cli_zookeeper import zookeeper_group
 
     main.add_command(demo)
@@ -34,6 +36,7 @@ def _register_commands() -> None:
     main.add_command(restore)
     main.add_command(zookeeper_group)
     main.add_command(coordinator_group)
+    checkpoints_group.add_command(gc_command)
     for command in STATUS_COMMANDS:
         main.add_command(command)
 

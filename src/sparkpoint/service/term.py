@@ -15,13 +15,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from sparkpoint.checkpoint import JobGraph, JobStatus
+from sparkpoint.checkpoint import CheckpointPointer, JobGraph, JobStatus
 from sparkpoint.coordinator import CheckpointCoordinator, CleanupWorker, CoordinatorStoppedError
 from sparkpoint.ha import Leadership
 from sparkpoint.service.backend import Backend
 from sparkpoint.service.errors import JobGraphConflictError, NotLeaderError, UnknownJobError
 from sparkpoint.service.notices import term_base
 from sparkpoint.service.options import job_options
+from sparkpoint.service.orphans import OrphanCollector
 from sparkpoint.service.session import JobSession
 from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store import JobRecord
@@ -42,6 +43,8 @@ class Term:
         option_defaults: Mapping[str, int],
         heartbeat_timeout_s: float,
         cleanup: CleanupWorker,
+        orphan_grace_s: float = 600.0,
+        orphan_interval_s: float = 60.0,
     ) -> None:
         self.leadership = leadership
         self.epoch = leadership.epoch
@@ -57,6 +60,9 @@ class Term:
         self._sessions: dict[str, JobSession] = {}
         self._lock = threading.RLock()
         self._register_lock = threading.Lock()
+        self.orphans = OrphanCollector(
+            self, grace_period_s=orphan_grace_s, interval_s=orphan_interval_s
+        )
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -78,6 +84,7 @@ class Term:
                 self._sessions[record.job_id] = session
             log.info("resumed job %s (epoch %d)", record.job_id, self.epoch)
         self.ready.set()
+        self.orphans.start()  # only now: the stores of every job have been read
 
     def close(self, reason: str) -> None:
         """Stop every coordinator now (pending checkpoints aborted, none completed)."""
@@ -85,6 +92,7 @@ class Term:
             self.closed = True
             self.close_reason = reason
             sessions = list(self._sessions.values())
+        self.orphans.stop()
         for session in sessions:
             session.coordinator.stop(f"leadership lost: {reason}")
 
@@ -100,6 +108,10 @@ class Term:
             self._persist_status(session)
 
     # --- jobs -------------------------------------------------------------------------
+
+    def retained_now(self, job_id: str) -> list[CheckpointPointer]:
+        """The job's retained checkpoints as ZooKeeper holds them now (a fresh read)."""
+        return self._backend.retained(job_id)
 
     def sessions(self) -> list[JobSession]:
         with self._lock:
