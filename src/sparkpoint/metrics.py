@@ -110,3 +110,7 @@ ORPHAN_SCAN_FAILURES = Counter(
     "Scans for orphaned checkpoint directories that failed (storage or ZooKeeper errors).",
     ["job"],
 )
+ORPHAN_SCANS = Counter(
+    "sparkpoint_orphan_scans_total",
+    "Scans for orphaned checkpoint directories this coordinator ran (only while leader).",
+)

@@ -138,8 +138,14 @@ class OrphanCollector:
         term = self._term
         wanted = set(job_ids) if job_ids is not None else None
         with self._lock:
-            sessions = [s for s in term.sessions() if wanted is None or s.job_id in wanted]
+            sessions = [
+                s
+                for s in term.sessions()
+                if (wanted is None or s.job_id in wanted)
+                and not s.job_status().is_globally_terminal  # its removal took its files
+            ]
             jobs = tuple(self._collect_job(s, dry_run=dry_run) for s in sessions)
+            metrics.ORPHAN_SCANS.inc()
         return CollectionReport(
             dry_run=dry_run,
             epoch=term.epoch,

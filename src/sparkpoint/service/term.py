@@ -20,6 +20,7 @@ from sparkpoint.coordinator import CheckpointCoordinator, CleanupWorker, Coordin
 from sparkpoint.ha import Leadership
 from sparkpoint.service.backend import Backend
 from sparkpoint.service.errors import JobGraphConflictError, NotLeaderError, UnknownJobError
+from sparkpoint.service.lifecycle import end_job
 from sparkpoint.service.notices import term_base
 from sparkpoint.service.options import job_options
 from sparkpoint.service.orphans import OrphanCollector
@@ -30,7 +31,13 @@ from sparkpoint.store import JobRecord
 log = logging.getLogger(__name__)
 
 #: Statuses a job record keeps in the registry so followers and the next leader see them.
-_PERSISTED = {JobStatus.RUNNING, JobStatus.FAILING, JobStatus.FINISHED}
+_PERSISTED = {
+    JobStatus.RUNNING,
+    JobStatus.FAILING,
+    JobStatus.FINISHED,
+    JobStatus.CANCELED,
+    JobStatus.FAILED,
+}
 
 
 class Term:
@@ -71,6 +78,8 @@ class Term:
         (the replica steps down); a job that cannot be opened otherwise is logged."""
         for record in self.registry.list():
             if record.status.is_globally_terminal:
+                # Its previous leader died while removing it: finish the removal.
+                self._end(record.job_id, record.status)
                 continue
             try:
                 session = self._open(record, term_base(self.epoch))
@@ -200,3 +209,22 @@ class Term:
         self.registry.put(record)
         session.record = record
         session.persisted_status = status
+        if status.is_globally_terminal:
+            # The session stays in memory so the driver still hears how its job ended.
+            self._end(record.job_id, status, session)
+
+    def _end(self, job_id: str, status: JobStatus, session: JobSession | None = None) -> None:
+        if session is not None:
+            counter, store = session.counter, session.store
+        else:
+            counter = self._backend.counter(job_id, self.leadership)
+            store = self._backend.store(job_id, self.leadership, self._defaults["max_retained"])
+        end_job(
+            job_id,
+            status,
+            store=store,
+            counter=counter,
+            registry=self.registry,
+            storage=self.storage,
+            cleanup=self._cleanup,
+        )
