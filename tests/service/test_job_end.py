@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sparkpoint.checkpoint import JobStatus
-from sparkpoint.client import CoordinatorClient
+from sparkpoint.client import Conflict, CoordinatorClient, NotFound
 from sparkpoint.config import load_config
 from sparkpoint.counter.zookeeper import encode_count
 from sparkpoint.ha import ZooKeeperConnection
@@ -122,3 +122,38 @@ def test_the_next_leader_finishes_removing_a_job_that_ended(
         wait_until(lambda: not leftover.exists(), timeout=20, message="its chk-3 deleted")
     finally:
         service.stop()
+
+
+def test_a_cancelled_job_leaves_nothing_in_zookeeper(service, observer, tmp_path) -> None:
+    graph = make_graph(JOB)
+    acks = [
+        (op.uid, i, keyed_state(i, op.parallelism))
+        for op in graph.operators
+        for i in range(op.parallelism)
+    ]
+    job_dir = tmp_path / "checkpoints" / JOB
+    with CoordinatorClient(service.address, retry_for_s=10) as client:
+        client.register_job(graph, {"interval_ms": 3_600_000})
+        for _ in range(2):
+            client.acknowledge(JOB, client.trigger_checkpoint(JOB), acks)
+        pending = client.trigger_checkpoint(JOB)
+        assert (job_dir / f"chk-{pending}").is_dir()
+
+        reply = client.cancel_job(JOB)
+        assert reply == {"job_id": JOB, "status": "CANCELED", "aborted": [pending]}
+        wait_until(
+            lambda: not any(job_nodes(observer).values()),
+            timeout=20,
+            message="registry record, counter and store of the cancelled job removed",
+        )
+        wait_until(
+            lambda: not list(job_dir.glob("chk-*")),
+            timeout=20,
+            message="the cancelled job's checkpoint directories deleted",
+        )
+        assert client.heartbeat(JOB, 0).job_status == JobStatus.CANCELED.value
+        with pytest.raises(Conflict):
+            client.acknowledge(JOB, pending, acks)
+        assert client.cancel_job(JOB)["aborted"] == []  # again: changes nothing
+        with pytest.raises(NotFound):
+            client.cancel_job("never-registered")

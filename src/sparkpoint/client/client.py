@@ -159,3 +159,7 @@ class CoordinatorClient:
         it is harmless: what was deleted is no longer found."""
         body = {"dry_run": dry_run, "job_id": job_id}
         return dict(self._call("POST", "/v1/checkpoints/orphans", body, idempotent=True))
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """Cancel ``job_id`` for good (its checkpoints, counter and record are removed)."""
+        return dict(self._call("POST", f"/v1/jobs/{_job(job_id)}/cancel", {}, idempotent=True))

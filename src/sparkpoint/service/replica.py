@@ -102,6 +102,10 @@ class Replica:
 
     # --- what the API asks ------------------------------------------------------------
 
+    def wake(self) -> None:
+        """Run the worker's next round now (a job changed status)."""
+        self._wake.set()
+
     @property
     def term(self) -> Term | None:
         return self._term

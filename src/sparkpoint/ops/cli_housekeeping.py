@@ -1,7 +1,7 @@
-"""`sparkpoint checkpoints gc`: the leader's orphan collector, on request.
+"""`sparkpoint checkpoints gc` and `sparkpoint jobs cancel`: housekeeping by the leader.
 
-Goes through the leader's API and nowhere else: only a leader that has read the store
-decides what is garbage, so with no leader the command says so and changes nothing.
+Both go through the leader's API and nowhere else: only a leader that has read the store
+decides what is garbage or removes a job, so with no leader they say so and change nothing.
 """
 
 from __future__ import annotations
@@ -90,3 +90,22 @@ def gc_command(dry_run: bool, job_id: str | None, **opts: Any) -> None:
         click.echo(json.dumps(report, indent=1, sort_keys=True))
     else:
         _print_report(report)
+
+
+@click.command("cancel")
+@click.argument("job_id")
+@connection_options
+def cancel_command(job_id: str, **opts: Any) -> None:
+    """Cancel JOB_ID for good: pending checkpoints are aborted, and its retained
+    checkpoints, checkpoint counter and registry record are removed. Savepoints stay."""
+    try:
+        with _source(opts, read_only=False) as source:
+            reply = _client_of(source).cancel_job(job_id)
+    except Unavailable as exc:
+        raise click.ClickException(f"no leader answers ({exc.message}): nothing changed") from exc
+    except ClientError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from exc
+    if opts["as_json"]:
+        click.echo(json.dumps(reply, indent=1, sort_keys=True))
+    else:
+        click.echo(f"job {reply['job_id']}: {reply['status']}")
