@@ -9,13 +9,17 @@ garbage when
 - no retained checkpoint has its id (the store as the leader knows it, and as ZooKeeper
   holds it now: a fresh read),
 - its id is below every id this term has pending and below the counter's next id,
+- it is not the newest directory, nor the newest one holding files: a driver may still be
+  writing into the first, and reads its running state back from the second (its latest
+  snapshot, completed or not) until a newer snapshot replaces it,
 - nothing in it changed for the grace period (``state.checkpoints.orphan-cleanup.
   grace-period``): whoever might still write into it — a driver finishing a snapshot for
   a checkpoint of the previous term — has long stopped.
 
-The three are read in that order of risk: the counter first (any id issued later is
-above it), then the pending ids (anything pending now is kept), then the store (anything
-that completed meanwhile left pending for the store, where this read finds it).
+The counter, the pending ids and the store are read in that order: any id issued after
+the counter read is above it, anything pending at the second read is kept, and a
+checkpoint that completed meanwhile left pending only once its pointer was in the store,
+where the third read finds it.
 Savepoints live elsewhere and ``shared/`` and anything not named ``chk-<n>`` are never
 looked at. A follower has no term and so no collector: it deletes nothing.
 
@@ -183,7 +187,11 @@ class OrphanCollector:
             below = min([next_id, *pending])
             now = self._clock()
             found = term.storage.find_orphans(
-                job_id, retained_ids=retained, next_checkpoint_id=below, now_ms=now
+                job_id,
+                retained_ids=retained,
+                next_checkpoint_id=below,
+                now_ms=now,
+                keep_newest=True,
             )
         except (HAError, *STORAGE_FAILURES) as exc:
             metrics.ORPHAN_SCAN_FAILURES.labels(job=job_id).inc()

@@ -29,7 +29,7 @@ from sparkpoint.storage.errors import (
     PathOutsideRoot,
     StorageError,
 )
-from sparkpoint.storage.filesystem import FileSystem
+from sparkpoint.storage.filesystem import FileStatus, FileSystem
 from sparkpoint.storage.location import METADATA_FILE_NAME, CheckpointLocation
 from sparkpoint.storage.registry import filesystem_for
 from sparkpoint.storage.uri import Uri, parse
@@ -200,6 +200,7 @@ class CheckpointStorage:
         next_checkpoint_id: int,
         min_age_ms: int = 0,
         now_ms: int | None = None,
+        keep_newest: bool = False,
     ) -> list[OrphanDirectory]:
         """Checkpoint directories no store pointer refers to (``retained_ids``) with an id
         below ``next_checkpoint_id``, untouched for at least ``min_age_ms``: left by a crash
@@ -211,17 +212,34 @@ class CheckpointStorage:
         when a checkpoint is pending (its directory is not an orphan yet). The age is the
         newest modification time of the directory and the files in it, so a directory
         somebody still writes into stays young.
+
+        ``keep_newest`` (while the job runs) also keeps, below ``next_checkpoint_id``, the
+        newest directory and the newest one holding files: a driver may still be writing
+        its snapshot into the first, and it reads its running state back from its latest
+        snapshot, completed or not, until a newer snapshot replaces it.
         """
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        orphans = []
+        listed: list[tuple[int, Uri, FileStatus, list[FileStatus]]] = []
         for checkpoint_id, directory in self._checkpoint_dirs(job_id):
-            if checkpoint_id in retained_ids or checkpoint_id >= next_checkpoint_id:
+            if checkpoint_id >= next_checkpoint_id:
                 continue
             try:
                 status = self._fs.status(str(directory))
                 entries = self._fs.list(str(directory))
             except FileNotFound:
                 continue  # deleted meanwhile (a discard that was still running)
+            listed.append((checkpoint_id, directory, status, entries))
+        kept: set[int] = set()
+        if keep_newest and listed:
+            kept.add(listed[-1][0])
+            with_files = [
+                cid for cid, _, _, entries in listed if any(not e.is_dir for e in entries)
+            ]
+            kept.update(with_files[-1:])
+        orphans = []
+        for checkpoint_id, directory, status, entries in listed:
+            if checkpoint_id in retained_ids or checkpoint_id in kept:
+                continue
             modified = max(
                 [status.modification_time_ms, *(e.modification_time_ms for e in entries)]
             )
