@@ -113,7 +113,7 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
             assert (job_dir / f"chk-{checkpoint_id}" / "_metadata").is_file()
         assert shared.is_file() and foreign.is_file() and above_counter.is_file()
         assert all(path.is_file() for path in savepoints)
-        label = f'{{job="{JOB}"}}'
+        label = f'{{job_id="{JOB}"}}'
         assert new.metric(f"sparkpoint_orphan_checkpoint_directories_removed_total{label}") >= 1
         assert new.metric(f"sparkpoint_orphan_checkpoint_bytes_removed_total{label}") >= 1000
     finally:

@@ -194,7 +194,7 @@ class OrphanCollector:
                 keep_newest=True,
             )
         except (HAError, *STORAGE_FAILURES) as exc:
-            metrics.ORPHAN_SCAN_FAILURES.labels(job=job_id).inc()
+            metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
             log.warning("orphan scan of job %s failed: %s", job_id, exc)
             return JobOrphans(job_id, error=f"{type(exc).__name__}: {exc}")
         grace_ms = self.grace_period_s * 1000
@@ -212,21 +212,21 @@ class OrphanCollector:
                 try:
                     term.storage.delete_orphan(job_id, orphan)
                 except STORAGE_FAILURES as exc:
-                    metrics.ORPHAN_SCAN_FAILURES.labels(job=job_id).inc()
+                    metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
                     log.warning("could not delete orphan %s: %s", orphan.path, exc)
                     error = f"{type(exc).__name__}: {exc}"
                     continue
                 removed.append(orphan)
-                metrics.ORPHAN_DIRECTORIES_REMOVED.labels(job=job_id).inc()
-                metrics.ORPHAN_BYTES_REMOVED.labels(job=job_id).inc(orphan.size_bytes)
+                metrics.ORPHAN_DIRECTORIES_REMOVED.labels(job_id=job_id).inc()
+                metrics.ORPHAN_BYTES_REMOVED.labels(job_id=job_id).inc(orphan.size_bytes)
                 log.info(
                     "deleted orphaned checkpoint directory %s (%d bytes)",
                     orphan.path,
                     orphan.size_bytes,
                 )
         left = found if dry_run else [o for o in found if o not in removed]
-        metrics.ORPHAN_DIRECTORIES.labels(job=job_id).set(len(left))
-        metrics.ORPHAN_BYTES.labels(job=job_id).set(sum(o.size_bytes for o in left))
+        metrics.ORPHAN_DIRECTORIES.labels(job_id=job_id).set(len(left))
+        metrics.ORPHAN_BYTES.labels(job_id=job_id).set(sum(o.size_bytes for o in left))
         return JobOrphans(
             job_id,
             retained=tuple(sorted(retained)),
