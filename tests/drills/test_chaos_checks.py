@@ -81,9 +81,16 @@ def test_young_retained_or_pending_directories_hold() -> None:
     assert check_no_stale_directories(dirs, retained=[3], pending=[4], grace_s=60).ok
 
 
+def test_the_running_jobs_newest_directories_are_kept() -> None:
+    # chk-6: the newest; chk-5: the newest holding files (the driver's latest snapshot).
+    dirs = [CheckpointDirectory(4, 500.0), CheckpointDirectory(5, 500.0),
+            CheckpointDirectory(6, 500.0, has_files=False)]  # fmt: skip
+    assert check_no_stale_directories(dirs, retained=[4], pending=[], grace_s=60).ok
+
+
 def test_an_orphan_older_than_the_grace_is_reported() -> None:
     dirs = [CheckpointDirectory(2, 300.0), CheckpointDirectory(8, 61.0),
-            CheckpointDirectory(9, 1.0)]  # fmt: skip
+            CheckpointDirectory(9, 1.0), CheckpointDirectory(10, 1.0)]  # fmt: skip
     verdict = check_no_stale_directories(dirs, retained=[9], pending=[], grace_s=60)
     assert not verdict.ok
     assert "2 orphan directories" in verdict.detail

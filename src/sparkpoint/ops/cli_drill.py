@@ -201,7 +201,7 @@ def zookeeper_loss(outage: float, **opts: Any) -> None:
               help="Pick only among these (repeatable; default: every fault).")
 @click.option("--interval", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
               help="Seconds between iterations, once the cluster is steady again.")
-@click.option("--orphan-grace", type=click.FloatRange(min=1.0), default=60.0,
+@click.option("--orphan-grace", type=click.FloatRange(min=0.5), default=3.0,
               show_default=True,
               help="The replicas' orphan-collector grace period (s; scanned every sixth of "
                    "it): a directory neither retained nor pending and older than the grace, "

@@ -72,7 +72,7 @@ class ChaosOptions:
     deadline_s: float = 120.0
     # The collector's grace period: an orphan older than it, a scan interval and a margin
     # (for a loaded machine) counts as leaked.
-    orphan_grace_s: float = 60.0
+    orphan_grace_s: float = 3.0
 
 
 def plan_faults(seed: int, iterations: int, faults: tuple[str, ...] = FAULTS) -> list[str]:

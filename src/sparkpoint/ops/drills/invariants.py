@@ -185,7 +185,8 @@ def check_latest_restorable(check: RestoreCheck, *, expect_one: bool = True) -> 
 @dataclass(frozen=True, slots=True)
 class CheckpointDirectory:
     checkpoint_id: int
-    age_s: float  # since it was last modified
+    age_s: float  # since anything in it last changed
+    has_files: bool = True
     path: str = ""
 
 
@@ -195,10 +196,17 @@ def check_no_stale_directories(
     pending: Iterable[int],
     grace_s: float,
 ) -> Invariant:
-    """No ``chk-<id>`` directory older than the grace period unless ZooKeeper retains it
-    or the leader has it pending: anything else is an orphan the collector should have
-    removed (a failover's half-written checkpoint, a declined or expired one)."""
+    """No ``chk-<id>`` directory older than the grace period unless ZooKeeper retains it,
+    the leader has it pending, or the running job may still use it (the newest directory,
+    and the newest one holding files: the driver's latest snapshot, completed or not —
+    docs/architecture.md): anything else is an orphan the collector should have removed
+    (a failover's half-written checkpoint, a declined or expired one)."""
     keep = set(retained) | set(pending)
+    if directories:
+        keep.add(max(d.checkpoint_id for d in directories))
+    with_files = [d.checkpoint_id for d in directories if d.has_files]
+    if with_files:
+        keep.add(max(with_files))
     stale = sorted(
         (d for d in directories if d.checkpoint_id not in keep and d.age_s > grace_s),
         key=lambda d: d.checkpoint_id,

@@ -19,16 +19,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkpoint.config import (
-    CheckpointingSettings,
-    StoreSettings,
-    ZooKeeperSettings,
-    all_keys,
-)
+from sparkpoint.config import CheckpointingSettings, StoreSettings, ZooKeeperSettings
 from sparkpoint.ops.zookeeper import free_port
 
-ORPHAN_GRACE_KEY = "state.checkpoints.orphan-cleanup.grace-period"
-ORPHAN_INTERVAL_KEY = "state.checkpoints.orphan-cleanup.interval"
 _ZK = ZooKeeperSettings()
 _CHECKPOINTING = CheckpointingSettings()
 
@@ -45,23 +38,20 @@ class ReplicaSettings:
     takeover_timeout_s: float = _ZK.takeover_timeout_s
     num_retained: int = StoreSettings().max_retained
     tolerable_failed_checkpoints: int = _CHECKPOINTING.tolerable_failures
-    # The orphan collector's grace period and scan interval (None: the product's, 10 min
-    # and 1 min): a drill shortens them so that a leak shows within the run.
-    orphan_grace_s: float | None = None
-    orphan_scan_interval_s: float | None = None
+    # Every failover leaves an orphan: the collector's grace period and scan interval are
+    # shortened so that it is collected, or shows as leaked, within the drill (the
+    # product's are 10 min and 1 min).
+    orphan_grace_s: float = 3.0
+    orphan_scan_interval_s: float = 0.5
 
     def as_sets(self) -> dict[str, str]:
-        collector = {
-            key: f"{value:g} s"
-            for key, value in ((ORPHAN_GRACE_KEY, self.orphan_grace_s),
-                               (ORPHAN_INTERVAL_KEY, self.orphan_scan_interval_s))
-            if value is not None and key in all_keys()
-        }  # fmt: skip
-        return collector | {
+        return {
             "high-availability.zookeeper.client.session-timeout": f"{self.session_timeout_s:g} s",
             "high-availability.lease.renew-interval": f"{self.renew_interval_s * 1000:g} ms",
             "high-availability.lease.takeover-timeout": f"{self.takeover_timeout_s:g} s",
             "state.checkpoints.num-retained": str(self.num_retained),
+            "state.checkpoints.orphan-cleanup.grace-period": f"{self.orphan_grace_s:g} s",
+            "state.checkpoints.orphan-cleanup.interval": f"{self.orphan_scan_interval_s:g} s",
             "execution.checkpointing.tolerable-failed-checkpoints": str(
                 self.tolerable_failed_checkpoints
             ),

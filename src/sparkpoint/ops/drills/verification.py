@@ -71,10 +71,13 @@ def checkpoint_directories(job_dir: Path, now: float | None = None) -> list[Chec
                 and name[len(CHECKPOINT_PREFIX):].isdigit()):  # fmt: skip
             continue
         try:
-            newest = max([d.stat().st_mtime, *(p.stat().st_mtime for p in d.iterdir())])
+            entries = list(d.iterdir())
+            newest = max([d.stat().st_mtime, *(p.stat().st_mtime for p in entries)])
         except OSError:
             continue  # removed while looking: not an orphan
-        found.append(CheckpointDirectory(int(name[len(CHECKPOINT_PREFIX):]), now - newest, str(d)))
+        cid = int(name[len(CHECKPOINT_PREFIX) :])
+        has_files = any(not p.is_dir() for p in entries)
+        found.append(CheckpointDirectory(cid, now - newest, has_files, str(d)))
     return sorted(found, key=lambda x: x.checkpoint_id)
 
 
