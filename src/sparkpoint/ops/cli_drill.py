@@ -31,6 +31,8 @@ _DEFAULTS = ReplicaSettings()
 
 #: The drill ran and every invariant held / one was violated / it could not run.
 EXIT_OK, EXIT_VIOLATED, EXIT_COULD_NOT_RUN = 0, 1, 2
+#: Each finished iteration, while the drill runs (removed once the report is written).
+PARTIAL = "iterations.partial.jsonl"
 
 
 def target_options(func: F) -> F:
@@ -114,6 +116,10 @@ def report_and_exit_code(
     # vanishing between listing and reading is expected with one retained checkpoint.
     logging.getLogger("sparkpoint.store.zookeeper").setLevel(logging.ERROR)
 
+    partial = opts["report_dir"] / PARTIAL if opts["report_dir"] else None
+    if partial is not None:
+        partial.unlink(missing_ok=True)
+
     def progress(result: IterationResult) -> None:
         figures = ", ".join(
             f"{label} {value:.2f} s"
@@ -123,6 +129,11 @@ def report_and_exit_code(
         )  # fmt: skip
         verdict = "[green]ok[/]" if result.ok else "[bold red]VIOLATED[/]"
         console.log(f"{result.iteration}: {result.action}: {figures or 'no failover'} {verdict}")
+        if partial is not None:
+            # A long run cut short still leaves every finished iteration behind.
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            with partial.open("a") as f:
+                f.write(json.dumps(result.to_dict()) + "\n")
 
     try:
         report = run(progress)
@@ -131,6 +142,8 @@ def report_and_exit_code(
         return EXIT_COULD_NOT_RUN
     if opts["report_dir"]:
         paths = report.write(opts["report_dir"])
+        if partial is not None:
+            partial.unlink(missing_ok=True)
         console.log(f"report: {', '.join(str(p) for p in paths.values())}")
     if opts["as_json"]:
         click.echo(json.dumps(report.to_dict(), indent=1))
