@@ -219,9 +219,12 @@ def zookeeper_loss(outage: float, **opts: Any) -> None:
               help="The replicas' orphan-collector grace period (s; scanned every sixth of "
                    "it): a directory neither retained nor pending and older than the grace, "
                    "a scan and a margin counts as leaked.")
+@click.option("--time-limit", type=click.FloatRange(min=1.0), default=None,
+              help="Seconds after which no further fault is injected; the run then finishes "
+                   "(exactly-once check, report) with the iterations done.")
 @target_options
 def chaos(iterations: int, seed: int, faults: tuple[str, ...], interval: float,
-          orphan_grace: float, **opts: Any) -> None:
+          orphan_grace: float, time_limit: float | None, **opts: Any) -> None:
     """ITERATIONS faults, each picked at random (seeded) from: kill -9, SIGTERM or SIGSTOP
     of the leader, the leader cut off from ZooKeeper, its ZooKeeper replies dropped, one
     ZooKeeper server killed, and the pipeline driver killed (--local).
@@ -240,6 +243,7 @@ def chaos(iterations: int, seed: int, faults: tuple[str, ...], interval: float,
         if not faults:
             raise click.UsageError("driver-kill needs --workload pipeline")
     options = ChaosOptions(iterations=iterations, seed=seed, faults=faults or FAULTS,
-                           interval_s=interval, orphan_grace_s=orphan_grace)
+                           interval_s=interval, orphan_grace_s=orphan_grace,
+                           time_limit_s=time_limit)
     _execute(opts, lambda t, o, c, p: run_chaos(t, o, options, c, p), zookeeper_proxies=True,
              orphan_grace_s=orphan_grace, orphan_scan_interval_s=orphan_grace / 6)

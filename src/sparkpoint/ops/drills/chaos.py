@@ -73,6 +73,9 @@ class ChaosOptions:
     # The collector's grace period: an orphan older than it, a scan interval and a margin
     # (for a loaded machine) counts as leaked.
     orphan_grace_s: float = 3.0
+    # Stop injecting once this much time has passed (the run then finishes as usual, its
+    # report saying how many of the planned iterations ran); None: run them all.
+    time_limit_s: float | None = None
 
 
 def plan_faults(seed: int, iterations: int, faults: tuple[str, ...] = FAULTS) -> list[str]:
@@ -100,7 +103,12 @@ def run_chaos(
     rng = random.Random(f"{options.seed}-servers")
     pacing = threading.Event()  # only ever waited on with a timeout: the drill's own pace
     completed = 0
+    began = time.monotonic()
+    report.config["planned_iterations"] = len(plan)
     for n, fault in enumerate(plan, start=1):
+        if options.time_limit_s is not None and time.monotonic() - began > options.time_limit_s:
+            report.config["stopped_by_time_limit_s"] = options.time_limit_s
+            break
         try:
             before = steady(observer, completed, options.deadline_s)
         except DrillError as exc:

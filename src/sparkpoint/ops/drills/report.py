@@ -155,6 +155,11 @@ class DrillReport:
             lines.append(f"phases (median): {medians}")
         for inv in self.overall:
             lines.append(f"{inv.name}: {'ok' if inv.ok else 'VIOLATED'} ({inv.detail})")
+        planned = self.config.get("planned_iterations")
+        if planned and planned != len(self.iterations):
+            lines.append(f"ran {len(self.iterations)} of {planned} planned iterations"
+                         + (" (time limit)" if "stopped_by_time_limit_s" in self.config
+                            else ""))  # fmt: skip
         reasons = sorted({str(a.get("reason")) for a in self.aborted})
         lines.append(f"checkpoints aborted: {len(self.aborted)}"
                      + (f" ({'; '.join(reasons)[:300]})" if reasons else ""))  # fmt: skip
