@@ -266,7 +266,11 @@ class ZooKeeperLeaderElection:
     def _try_lead(self, view: LeaseView | None = None) -> None:
         """Bump the epoch: from the head of the queue (no lease) by compare-and-set, or as
         a lease takeover that also checks leader/info is still what ``view`` judged."""
-        seen = read_epoch(self.conn) if view is None or view.epoch is None else view.epoch
+        if view is not None and view.epoch is None:
+            read_epoch(self.conn)  # a fresh cluster: create leader/epoch, then look again
+            self._poke()
+            return
+        seen = read_epoch(self.conn) if view is None else view.epoch
         nonce = uuid.uuid4().hex
         payload = json.dumps(
             {"instance_id": self.instance_id, "nonce": nonce, "at_ms": _now_ms()}
