@@ -210,9 +210,20 @@ class StoreSettings:
         "state.checkpoints.num-retained", parse_int, 1,
         "Completed checkpoints retained per job (>= 1).",
     )  # fmt: skip
+    orphan_grace_s: float = _key(
+        "state.checkpoints.orphan-cleanup.grace-period", parse_duration, 600.0,
+        "A chk-<id> directory that is neither retained nor pending is deleted by the leader "
+        "once nothing in it changed for this long (0.1 s .. 30 days).",
+    )  # fmt: skip
+    orphan_scan_interval_s: float = _key(
+        "state.checkpoints.orphan-cleanup.interval", parse_duration, 60.0,
+        "How often the leader looks for orphaned checkpoint directories (0.1 s .. 1 h).",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _check_range(self, "max_retained", 1, 10_000)
+        _check_range(self, "orphan_grace_s", 0.1, 30 * 86400.0)
+        _check_range(self, "orphan_scan_interval_s", 0.1, 3600.0)
 
 
 def parse_ha_type(key: str, value: object) -> str:
