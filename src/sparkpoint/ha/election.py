@@ -1,4 +1,5 @@
-"""Leader election among coordinator processes, with fencing (DESIGN.md section 3).
+"""Leader election among coordinator processes, with fencing (docs/architecture.md,
+section 3).
 
 Contenders queue as ephemeral sequential nodes under ``leader/latch``; the first in line
 bumps ``leader/epoch`` by compare-and-set and leads with that epoch E. Every write it makes
