@@ -16,6 +16,7 @@ from tests.support.waiting import wait_until
 
 RENEW = 0.2
 TAKEOVER = 60.0  # far beyond every deadline below: only the probe can explain a takeover
+LOOPBACK = "http://127.0.0.1:1"  # a follower's own address on the same host
 
 
 @pytest.fixture
@@ -46,8 +47,9 @@ def test_follower_takes_over_at_once_when_the_leaders_address_refuses(
         old.start()
         wait_until(lambda: old.state is ContenderState.LEADER, timeout=15, message="leader")
         new = ZooKeeperLeaderElection(
-            connect(), instance_id="new", renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER
-        )
+            connect(), instance_id="new", address="http://127.0.0.1:1",
+            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
+        )  # fmt: skip
         elections.append(new)
         new.start()
         observer = connect()
@@ -69,21 +71,23 @@ def test_follower_takes_over_at_once_when_the_leaders_address_refuses(
 
 
 @pytest.mark.parametrize(
-    ("address", "renewals"),
+    ("address", "renewals", "own"),
     [
-        ("pid:4242", 3),  # not an address
-        ("http://some-host.invalid:1", 3),  # a name: never looked up from the election
-        ("http://127.0.0.1:{port}", 0),  # has not renewed yet: may not be serving yet
+        ("pid:4242", 3, LOOPBACK),  # not an address
+        ("http://some-host.invalid:1", 3, LOOPBACK),  # a name: never looked up from here
+        ("http://127.0.0.1:{port}", 0, LOOPBACK),  # not renewed yet: may not serve yet
+        ("http://127.0.0.1:{port}", 3, "http://10.213.1.2:80"),  # someone else's loopback
+        ("http://127.0.0.1:{port}", 3, ""),  # we cannot tell whose loopback it is
     ],
 )
-def test_probe_concludes_nothing_it_cannot_know(address: str, renewals: int) -> None:
+def test_probe_concludes_nothing_it_cannot_know(address: str, renewals: int, own: str) -> None:
     with socket.create_server(("127.0.0.1", 0)) as spare:
         port = spare.getsockname()[1]
     view = LeaseView(
         epoch=3, leader_id="old", silent_for=0.0, live=True,
         leader_address=address.format(port=port), leader_renewals=renewals,
     )  # fmt: skip
-    assert not leader_process_gone(view, 0.2)
+    assert not leader_process_gone(view, 0.2, own)
 
 
 def test_probe_sees_a_refusal_and_a_listener() -> None:
@@ -93,5 +97,5 @@ def test_probe_sees_a_refusal_and_a_listener() -> None:
             epoch=3, leader_id="old", silent_for=0.0, live=True,
             leader_address=f"http://127.0.0.1:{port}", leader_renewals=1,
         )  # fmt: skip
-        assert not leader_process_gone(view, 0.2)
-    assert leader_process_gone(view, 0.2)
+        assert not leader_process_gone(view, 0.2, LOOPBACK)
+    assert leader_process_gone(view, 0.2, LOOPBACK)

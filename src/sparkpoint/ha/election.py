@@ -260,7 +260,7 @@ class ZooKeeperLeaderElection:
                 self.probe_leader
                 and rank == 0
                 and view.live
-                and leader_process_gone(view, min(0.2, self.renew_interval_s))
+                and leader_process_gone(view, min(0.2, self.renew_interval_s), self.address)
             )
             if rank >= 0 and self._lease.may_take_over(
                 view, rank, holder_queued=holder_queued, leader_gone=gone

@@ -158,7 +158,7 @@ def _holder(raw: bytes) -> str | None:
     return holder if isinstance(holder, str) else None
 
 
-def leader_process_gone(view: LeaseView, timeout_s: float) -> bool:
+def leader_process_gone(view: LeaseView, timeout_s: float, own_address: str = "") -> bool:
     """Whether the current leader's process is gone while its host is up: a TCP connect
     to its advertised address is *refused* (the host answered, nothing listens there).
 
@@ -166,13 +166,19 @@ def leader_process_gone(view: LeaseView, timeout_s: float) -> bool:
     be gone, or only the path to it: the lease decides). Only IP literals and
     ``localhost`` are probed, so no name lookup can stall the election thread; only a
     leader that renewed at least once, so one that has not started serving yet is not
-    taken for dead.
+    taken for dead. A loopback address is probed only by a follower that advertises a
+    loopback address itself (``own_address``): another host's or network namespace's
+    loopback is not the leader's.
     """
     if view.leader_id is None or view.leader_renewals < 1:
         return False
     target = _probe_target(view.leader_address)
     if target is None:
         return False
+    if _is_loopback(target[0]):
+        own = _probe_target(own_address)
+        if own is None or not _is_loopback(own[0]):
+            return False
     try:
         with socket.create_connection(target, timeout=timeout_s):
             return False
@@ -196,3 +202,7 @@ def _probe_target(address: str) -> tuple[str, int] | None:
         except ValueError:
             return None
     return host, port
+
+
+def _is_loopback(host: str) -> bool:
+    return host == "localhost" or ipaddress.ip_address(host).is_loopback
