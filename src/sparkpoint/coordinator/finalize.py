@@ -1,4 +1,5 @@
-"""Finalising a fully acknowledged checkpoint: steps 2 to 5 of DESIGN.md section 4.
+"""Finalising a fully acknowledged checkpoint: steps 2 to 5 of the completion order
+(docs/architecture.md, section 4).
 
 Step 2 writes `_metadata` (temporary name, then rename, by storage); step 3 adds the
 pointer to the store in one fenced step that also subsumes the oldest retained pointers;
@@ -145,7 +146,9 @@ class Finalizer:
                     state.abort(pending, reason, self._clock(), notify=False, discard=False)
                 raise
             except HAError as exc:
-                # Fenced or not connected: nothing was written, the files are ours alone.
+                # After PossiblyAppliedError (a subclass, caught above): ZooKeeper refused the
+                # write in a reply, or it was never sent. Nothing was written; the files are
+                # ours alone.
                 with state.lock:
                     reason = f"checkpoint {cid} not added to the store: {exc}"
                     state.abort(pending, reason, self._clock())

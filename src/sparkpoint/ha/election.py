@@ -1,4 +1,5 @@
-"""Leader election among coordinator processes, with fencing (DESIGN.md section 3).
+"""Leader election among coordinator processes, with fencing (docs/architecture.md,
+section 3).
 
 Contenders queue as ephemeral sequential nodes under ``leader/latch``; the first in line
 bumps ``leader/epoch`` by compare-and-set and leads with that epoch E. Every write it makes
@@ -20,6 +21,7 @@ import uuid
 from typing import Any
 
 from sparkpoint import metrics
+from sparkpoint.config import lease_timing_problem
 from sparkpoint.ha import translate
 from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
 from sparkpoint.ha.errors import (
@@ -33,7 +35,7 @@ from sparkpoint.ha.fencing import Fence, Op, bump_epoch, read_epoch
 from sparkpoint.ha.latch import LatchQueue
 from sparkpoint.ha.leader_info import LeaderInfo
 from sparkpoint.ha.leadership import ContenderState, Leadership, LeadershipListener
-from sparkpoint.ha.lease import LeaseWatch
+from sparkpoint.ha.lease import LeaseView, LeaseWatch, leader_process_gone, take_over
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,10 @@ class ZooKeeperLeaderElection:
     from the connection's settings, where a takeover timeout of 0 means no lease, so
     failover waits for the leader's session to expire).
 
+    ``probe_leader``: with a lease, the first follower in line connects to the leader's
+    advertised address each time it looks; a refused connection means the leader's process
+    is gone, and it takes over without waiting out the lease (``lease.leader_process_gone``).
+
     ``suspend_grace_s``: how long a leader whose connection is SUSPENDED waits for it to
     come back before giving up leadership; it stops acting at once either way. The
     default, a third of the session timeout, ends before the server can expire the
@@ -78,6 +84,7 @@ class ZooKeeperLeaderElection:
         suspend_grace_s: float | None = None,
         takeover_timeout_s: float | None = None,
         lease_margin_s: float | None = None,
+        probe_leader: bool = True,
     ) -> None:
         # Unless told otherwise, the lease follows the configuration (takeover 0 = no lease).
         settings = conn.settings
@@ -87,16 +94,16 @@ class ZooKeeperLeaderElection:
         self.conn = conn
         self.instance_id = instance_id
         self.address = address
+        self.probe_leader = probe_leader
         self._listener = listener or _NoListener()
         self.renew_interval_s = renew_interval_s
         self.suspend_grace_s = (
             conn.settings.session_timeout_s / 3 if suspend_grace_s is None else suspend_grace_s
         )
-        if takeover_timeout_s is not None and takeover_timeout_s < 2 * renew_interval_s:
-            raise ValueError(
-                f"takeover timeout {takeover_timeout_s} s must be at least two renewal "
-                f"intervals ({renew_interval_s} s)"
-            )
+        if takeover_timeout_s is not None:
+            problem = lease_timing_problem(takeover_timeout_s, renew_interval_s)
+            if problem:
+                raise ValueError(f"takeover timeout {takeover_timeout_s:g} s {problem}")
         self.takeover_timeout_s = takeover_timeout_s
         self.lease_margin_s = (
             (takeover_timeout_s or 0.0) / 4 if lease_margin_s is None else lease_margin_s
@@ -234,39 +241,67 @@ class ZooKeeperLeaderElection:
             self._step_down_request = None  # nothing to give up
         if self.conn.state is not ConnectionState.CONNECTED:
             return
+        # The lease is looked at before the queue, so a leader that left the queue and
+        # then released leader/info is seen gone from both.
+        view = self._lease.look(self.conn, self._poke) if self._lease is not None else None
         children = self._latch.queue()
         if children is None:
             self._poke()  # the queue changed under us: look again at once
             return
         node = self._latch.node
         assert node is not None
-        if self._lease is not None:
-            view = self._lease.look(self.conn, self._poke)
-            candidates = [c for c in children if self._latch.owner(c) != view.leader_id]
-            if node in candidates and self._lease.may_take_over(view, candidates.index(node)):
+        if self._lease is not None and view is not None:
+            owners = [self._latch.owner(c) for c in children]
+            candidates = [c for c, o in zip(children, owners, strict=True) if o != view.leader_id]
+            holder_queued = view.holder is not None and view.holder in owners
+            rank = candidates.index(node) if node in candidates else -1
+            # The first in line looks whether a live lease's holder still has a process.
+            gone = (
+                self.probe_leader
+                and rank == 0
+                and view.live
+                and leader_process_gone(view, min(0.2, self.renew_interval_s), self.address)
+            )
+            if rank >= 0 and self._lease.may_take_over(
+                view, rank, holder_queued=holder_queued, leader_gone=gone
+            ):
                 why = (
-                    f"lease of {view.leader_id} lapsed {view.silent_for:.2f} s ago"
+                    f"process of {view.leader_id} at {view.leader_address} is gone"
+                    if gone
+                    else f"lease of {view.leader_id} lapsed {view.silent_for:.2f} s ago"
                     if view.leader_id
                     else "no leader"
                 )
                 log.info("%s: %s; taking over", self.instance_id, why)
-                self._try_lead(seen_epoch=view.epoch)
+                self._try_lead(view=view)
             return
         if children[0] == node:
             self._try_lead()
         else:
             self._latch.watch_predecessor(children, self._poke)
 
-    def _try_lead(self, seen_epoch: int | None = None) -> None:
-        seen = read_epoch(self.conn) if seen_epoch is None else seen_epoch
+    def _try_lead(self, view: LeaseView | None = None) -> None:
+        """Bump the epoch: from the head of the queue (no lease) by compare-and-set, or as
+        a lease takeover that also checks leader/info is still what ``view`` judged."""
+        if view is not None and view.epoch is None:
+            read_epoch(self.conn)  # a fresh cluster: create leader/epoch, then look again
+            self._poke()
+            return
+        seen = read_epoch(self.conn) if view is None else view.epoch
         nonce = uuid.uuid4().hex
         payload = json.dumps(
             {"instance_id": self.instance_id, "nonce": nonce, "at_ms": _now_ms()}
         ).encode()
+        # The lease counts from before the bump: a follower can only see the new epoch
+        # after it, so it always waits longer than this leader may act unrenewed.
+        sent = time.monotonic()
         try:
-            epoch = bump_epoch(self.conn, seen, payload)
-        except ConflictError:
-            log.info("%s: epoch %d was taken by another contender", self.instance_id, seen + 1)
+            if view is None:
+                epoch = bump_epoch(self.conn, seen, payload)
+            else:
+                epoch = take_over(self.conn, view, payload, self._info_bytes(seen + 1))
+        except ConflictError as exc:
+            log.info("%s: not taking epoch %d: %s", self.instance_id, seen + 1, exc)
             return
         except PossiblyAppliedError:
             with translate.reads("re-reading leader epoch"):
@@ -280,7 +315,6 @@ class ZooKeeperLeaderElection:
         self._since_ms = _now_ms()
         self._renewals = 0
         self._suspended_since = None
-        sent = time.monotonic()
         try:
             self._publish(first=True)
         except (FencedError, HAError) as exc:
@@ -296,17 +330,20 @@ class ZooKeeperLeaderElection:
         log.info("%s: leader with epoch %d", self.instance_id, epoch)
         self._listener.leadership_granted(leadership)
 
-    def _publish(self, *, first: bool) -> None:
-        lead = self._leadership
-        assert lead is not None
-        info = LeaderInfo(
+    def _info_bytes(self, epoch: int) -> bytes:
+        return LeaderInfo(
             instance_id=self.instance_id,
             address=self.address,
-            epoch=lead.epoch,
+            epoch=epoch,
             since_ms=self._since_ms,
             renewals=self._renewals,
             renewed_ms=_now_ms(),
         ).to_bytes()
+
+    def _publish(self, *, first: bool) -> None:
+        lead = self._leadership
+        assert lead is not None
+        info = self._info_bytes(lead.epoch)
         path = self.conn.paths.leader_info
         if not first:
             try:
@@ -420,6 +457,10 @@ class ZooKeeperLeaderElection:
     def _leave(self) -> None:
         lead = self._leadership
         if lead is not None and self.conn.state is ConnectionState.CONNECTED:
+            # Stop acting and leave the queue before releasing the lease: a follower that
+            # sees leader/info gone then also sees the holder gone, and goes at once.
+            lead._suspend()
+            self._latch.leave(self.instance_id)
             try:
                 lead.fence.commit([Op.delete(self.conn.paths.leader_info)], "releasing leader info")
             except HAError as exc:
