@@ -82,6 +82,8 @@ def measure(
     return failover_phases(
         fault_wall=observer.wall(fault_at), leader_wall=observer.wall(leader_at),
         observed_wall=observer.wall(observed_at), checkpoint_id=cid,
-        record=checkpoint_record(target.addresses(), job_id, cid),
+        # The leader itself: a follower answers from the store, without acknowledgements.
+        record=checkpoint_record([a for a in [obs.leader_address] if a] or target.addresses(),
+                                 job_id, cid),
         notices=target.workload.notices(),
     )  # fmt: skip
