@@ -82,3 +82,10 @@ RESTORE_FALLBACKS = Counter(
     "Restores that skipped an unreadable checkpoint and fell back to an older one.",
     ["job"],
 )
+
+# --- pipeline connectors ------------------------------------------------------------------
+SOURCE_DEAD_LETTERED = Counter(
+    "sparkpoint_source_dead_lettered_total",
+    "Messages a queue source moved to its dead-letter queue (undecodable, or without an id).",
+    ["source", "reason"],
+)

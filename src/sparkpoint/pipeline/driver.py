@@ -137,8 +137,10 @@ class PipelineDriver:
 
     def start(self) -> Restored | None:
         self.channel.register(self.graph)
+        self._sink.bind(self.graph.job_id, self.pipeline.sink_uid)
         restored = self.channel.restore(self.graph, self._restore_from)
         if restored is None:
+            self._sink.restore([])  # no checkpoint owns any earlier transaction
             self.state = self._load_state(
                 tuple(
                     SubtaskRestore(i, key_group_range_for_subtask(self._m, self._p, i))
@@ -208,6 +210,7 @@ class PipelineDriver:
 
     def _on_complete(self, notice: CheckpointCompleted) -> None:
         committed = self._sink.commit_up_to(notice.checkpoint_id)
+        self._source.notify_checkpoint_complete(notice.checkpoint_id)
         self._function_notices.append(("complete", notice.checkpoint_id))
         self.status.completed.append(notice.checkpoint_id)
         if notice.kind is CheckpointKind.CHECKPOINT:
@@ -308,6 +311,7 @@ class PipelineDriver:
         cid = trigger.checkpoint_id
         location = self._location(trigger)
         self._sink.pre_commit(cid)
+        self._source.snapshot_state(cid)
         snapshot = SnapshotTask(location, self.pipeline.process_uid, self._p, self._m)
         results = dict(self.state.mapPartitionsWithIndex(snapshot).collect())
         declined = [(i, r) for i, r in sorted(results.items()) if isinstance(r, str)]
