@@ -12,7 +12,7 @@ A restart keeps the data (durable queues, persistent messages, committed rows).
 
 from __future__ import annotations
 
-import glob
+import contextlib
 import os
 import shutil
 import signal
@@ -104,7 +104,8 @@ class RabbitMQServer:
             [self.BIN], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         log.close()
-        _wait_port(self.port, timeout, f"rabbitmq-server (log {self.directory}/server.log)", self._proc)
+        what = f"rabbitmq-server (log {self.directory}/server.log)"
+        _wait_port(self.port, timeout, what, self._proc)
         return self
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> None:
@@ -112,10 +113,8 @@ class RabbitMQServer:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -135,7 +134,7 @@ class RabbitMQServer:
 
 
 def _postgres_bin() -> Path:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
     if not found:
         raise ServerError(
             "PostgreSQL's pg_ctl not found under /usr/lib/postgresql: install the Debian "

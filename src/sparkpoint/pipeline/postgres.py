@@ -115,9 +115,7 @@ class PostgresSink(TwoPhaseCommitSink[OpenTransaction, PreparedTransaction]):
     def commit(self, prepared: PreparedTransaction) -> None:
         def commit() -> None:
             try:
-                self._autocommit(
-                    sql.SQL("COMMIT PREPARED {}").format(sql.Literal(prepared.gid))
-                )
+                self._autocommit(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(prepared.gid)))
                 self.committed_rows += prepared.rows
             except psycopg.errors.UndefinedObject:
                 log.info("transaction %s was committed before", prepared.gid)

@@ -80,7 +80,7 @@ class TwoPhaseCommitSink(ABC, Generic[T, P]):
         """Abort every pre-committed transaction of this job and operator not in
         ``keep``; returns how many. Called on every start, restored or not."""
 
-    def abort(self, transaction: T) -> None:  # noqa: B027 - nothing to undo by default
+    def abort(self, transaction: T) -> None:
         """Drop an open transaction (nothing was sent before pre-commit)."""
 
     # -- the driver's protocol ---------------------------------------------------------

@@ -74,8 +74,8 @@ class MessageAcknowledgingSource(ABC):
     epoch's records are cut into this many ranges, read in parallel.
     ``max_pending_ids`` bounds the ids waiting for a completed checkpoint: when it is
     reached, nothing more is fetched until a checkpoint completes (backpressure, never
-    unbounded memory). ``max_remembered_ids``: how many ids of messages whose checkpoint completed are kept
-    to drop late redeliveries (the oldest are forgotten first).
+    unbounded memory). ``max_remembered_ids``: how many ids of messages whose checkpoint
+    completed are kept to drop late redeliveries (the oldest are forgotten first).
     """
 
     #: Operator-state element keys (the driver writes ``offsets()`` as the state).
@@ -93,7 +93,7 @@ class MessageAcknowledgingSource(ABC):
         max_pending_ids: int = 100_000,
     ) -> None:
         if batch_size < 1 or splits < 1 or max_remembered_ids < 0:
-            raise ValueError("batch_size and splits must be at least 1, max_remembered_ids ≥ 0")
+            raise ValueError("batch_size and splits must be ≥ 1, max_remembered_ids ≥ 0")
         self.deserialize = deserialize
         self.name = name
         self.batch_size = batch_size
@@ -177,7 +177,9 @@ class MessageAcknowledgingSource(ABC):
             return _SKIP
         seen = self._window.get(message_id)
         if seen is None:
-            seen = next((ids[message_id] for ids in self._pending.values() if message_id in ids), None)
+            seen = next(
+                (ids[message_id] for ids in self._pending.values() if message_id in ids), None
+            )
         if seen is not None:
             # Delivered again before its checkpoint completed: ack it with that checkpoint.
             self.duplicates += 1
@@ -204,7 +206,7 @@ class MessageAcknowledgingSource(ABC):
         self.dead_lettered[reason] += 1
         SOURCE_DEAD_LETTERED.labels(source=self.name, reason=reason).inc()
 
-    def advance(self, ranges: list[EpochRange]) -> None:
+    def advance(self, ranges: list[EpochRange]) -> None:  # noqa: B027 - a no-op on purpose
         """Nothing to move: the ids of the epoch are already in the window."""
 
     def reader(self) -> BatchReader:
