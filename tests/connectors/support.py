@@ -12,7 +12,6 @@ import psycopg
 from sparkpoint.ops.local_servers import PostgresServer, RabbitMQServer
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.embedded import EmbeddedChannel
-from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
 from sparkpoint.pipeline.examples.orders import (
     TABLE,
     Verification,
@@ -21,6 +20,7 @@ from sparkpoint.pipeline.examples.orders import (
     publish,
     verify,
 )
+from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
 from tests.support.waiting import wait_until
 
 if TYPE_CHECKING:
