@@ -1,8 +1,8 @@
 """Run the orders example as a process: ``python -m sparkpoint.pipeline.examples.run_orders``.
 
-RabbitMQ → count per key → PostgreSQL, until SIGTERM (after the running epoch) or Ctrl-C. Used by the process-level
-connector tests (kill the driver), the demo and the benchmark. Restores from the newest
-complete checkpoint under ``--checkpoint-dir`` (or through ``--coordinator``) and writes
+RabbitMQ → count per key → PostgreSQL, until SIGTERM (after the running epoch) or Ctrl-C.
+Used by the process-level connector tests (kill the driver), the demo and the benchmark.
+Restores from the newest complete checkpoint under ``--checkpoint-dir`` (or through ``--coordinator``) and writes
 one JSON line of progress per epoch to ``--progress``.
 """
 
