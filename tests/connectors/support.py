@@ -96,6 +96,19 @@ def close(driver: PipelineDriver) -> None:
         source.close()
 
 
+def run_until(
+    driver: PipelineDriver, condition: Callable[[], bool], message: str, timeout: float = 240
+) -> None:
+    """Run epochs (or heartbeat when there is nothing to run) until ``condition()``."""
+
+    def step() -> bool:
+        if not driver.run_epoch():
+            driver.poll()
+        return condition()
+
+    wait_until(step, timeout=timeout, message=message, interval=0.05)
+
+
 def run_until_rows(
     driver: PipelineDriver,
     postgres: PostgresServer,

@@ -2,8 +2,8 @@
 
 RabbitMQ → count per key → PostgreSQL, until SIGTERM (after the running epoch) or Ctrl-C.
 Used by the process-level connector tests (kill the driver), the demo and the benchmark.
-Restores from the newest complete checkpoint under ``--checkpoint-dir`` (or through ``--coordinator``) and writes
-one JSON line of progress per epoch to ``--progress``.
+Restores from the newest complete checkpoint under ``--checkpoint-dir`` (or through
+``--coordinator``) and writes one JSON line of progress per epoch to ``--progress``.
 """
 
 from __future__ import annotations
