@@ -52,3 +52,36 @@ install_promtool() {  # promtool and the Prometheus server check the alert rules
         exit 1
     fi
 }
+
+install_connector_servers() {  # RabbitMQ and PostgreSQL for the connector tests and demo
+    local pg_ctl
+    pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | tail -n 1 || true)
+    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && [ -n "$pg_ctl" ] && command -v epmd >/dev/null 2>&1 && return 0
+    local sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null 2>&1 || {
+            echo "sparkpoint: RabbitMQ or PostgreSQL is missing; install them with: apt-get install -y rabbitmq-server postgresql" >&2
+            exit 1
+        }
+        sudo="sudo -n"
+    fi
+    echo "sparkpoint: installing Debian's rabbitmq-server and postgresql packages (their services stay off)" >&2
+    # A policy-rc.d that says 101 keeps the packages from starting their services: the
+    # tests and the demo start their own servers on free ports in temporary directories.
+    local policy=/usr/sbin/policy-rc.d own_policy=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+        $sudo chmod 755 "$policy"
+        own_policy=1
+    fi
+    local status=0
+    { $sudo apt-get update -qq \
+        && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends rabbitmq-server postgresql; } >/dev/null || status=$?
+    if [ -n "$own_policy" ]; then $sudo rm -f "$policy"; fi
+    pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | tail -n 1 || true)
+    if [ "$status" != 0 ] || [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || [ -z "$pg_ctl" ]; then
+        echo "sparkpoint: installing rabbitmq-server and postgresql failed; try: apt-get install -y rabbitmq-server postgresql" >&2
+        exit 1
+    fi
+}
