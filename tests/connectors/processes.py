@@ -29,7 +29,7 @@ def start_orders_driver(
         "--conninfo", postgres.conninfo,
         "--checkpoint-dir", str(work / "ckpt"),
         "--parallelism", "2",
-        "--batch-size", "40",
+        "--batch-size", "60",
         "--interval-ms", "300",
         "--progress", str(progress),
         *extra,

@@ -14,7 +14,7 @@ from tests.support.waiting import wait_until
 
 from . import processes, support
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
 def test_driver_killed_and_restarted(
@@ -22,7 +22,7 @@ def test_driver_killed_and_restarted(
 ) -> None:
     support.reset_table(postgres)
     job_id, queue = support.fresh_names()
-    published = support.publish_range(rabbitmq, queue, 0, 400)
+    published = support.publish_range(rabbitmq, queue, 0, 300)
     first = processes.start_orders_driver(tmp_path, rabbitmq, postgres, job_id, queue)
     try:
         wait_until(
@@ -35,20 +35,21 @@ def test_driver_killed_and_restarted(
     finally:
         first.kill()
     killed_with = support.row_count(postgres)
-    assert killed_with < 400, "the stream ended before the kill; publish more"
-    published += support.publish_range(rabbitmq, queue, 400, 100)
+    assert killed_with < 300, "the stream ended before the kill; publish more"
+    published += support.publish_range(rabbitmq, queue, 300, 60)
     second = processes.start_orders_driver(tmp_path, rabbitmq, postgres, job_id, queue)
     try:
+        wait_until(second.reports, timeout=600, message="the driver restarted")
         wait_until(
-            lambda: support.row_count(postgres) >= 500,
-            timeout=300,
+            lambda: support.row_count(postgres) >= 360,
+            timeout=600,
             message="every message committed after the restart",
         )
         # Two more checkpoints: a duplicate would have had time to be committed.
         done = second.latest().get("last_completed") or 0
         wait_until(
             lambda: (second.latest().get("last_completed") or 0) >= done + 2,
-            timeout=120,
+            timeout=300,
             message="two more completed checkpoints",
         )
     finally:
