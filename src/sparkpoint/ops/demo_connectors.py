@@ -31,7 +31,7 @@ POISON_EVERY = 500
 @dataclass
 class QueueDemo:
     directory: Path
-    rate_per_s: float = 200.0
+    rate_per_s: float = 100.0
     rabbitmq: RabbitMQServer | None = None
     postgres: PostgresServer | None = None
     published: int = 0
