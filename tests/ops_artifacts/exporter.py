@@ -44,6 +44,7 @@ def record_samples() -> None:
         metrics.ORPHAN_BYTES_REMOVED.labels(job_id=job).inc(6144)
         metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job).inc(0)
     metrics.ORPHAN_SCANS.inc(5)
+    metrics.SOURCE_DEAD_LETTERED.labels(source="orders", reason="undecodable").inc(1)
 
 
 def main() -> int:
