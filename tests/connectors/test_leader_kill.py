@@ -23,7 +23,7 @@ def test_leader_killed_twice_mid_stream(
 ) -> None:
     # Three replicas, all known to the driver: after two kills one is left to lead.
     cluster: list[ReplicaProcess] = [replicas(name) for name in ("a", "b", "c")]  # type: ignore[operator]
-    wait_leader(cluster)
+    wait_leader(cluster, timeout=300)
     support.reset_table(postgres)
     job_id, queue = support.fresh_names()
     published = support.publish_range(rabbitmq, queue, 0, 240)
@@ -39,11 +39,11 @@ def test_leader_killed_twice_mid_stream(
                 timeout=600,
                 message=f"a checkpoint completed before kill {kill + 1}",
             )
-            leader = wait_leader(cluster)
+            leader = wait_leader(cluster, timeout=300)
             leader.kill()  # kill -9
             published += support.publish_range(rabbitmq, queue, 240 + 30 * kill, 30)
             cluster = [r for r in cluster if r is not leader]
-            wait_leader(cluster)
+            wait_leader(cluster, timeout=300)
         wait_until(
             lambda: support.row_count(postgres) >= len(published),
             timeout=600,
