@@ -44,6 +44,10 @@ class DriverProcess:
         found = self.reports()
         return found[-1] if found else {}
 
+    def signal(self, sig: int) -> None:
+        """Signal the driver and its JVM (its own process group)."""
+        os.killpg(self.proc.pid, sig)
+
     def kill(self) -> None:
         """kill -9 the driver and its JVM (its own process group)."""
         os.killpg(self.proc.pid, signal.SIGKILL)
@@ -58,9 +62,12 @@ class DriverProcess:
             raise AssertionError(f"driver did not finish; log:\n{tail}") from exc
 
 
-def start_driver(work: Path, *extra: str, master: str = "local[2]") -> DriverProcess:
+def start_driver(
+    work: Path, *extra: str, master: str = "local[2]", progress_name: str = "progress"
+) -> DriverProcess:
+    """The clicks job in ``work``; ``progress_name`` tells apart drivers sharing it."""
     work.mkdir(parents=True, exist_ok=True)
-    progress = work / "progress.jsonl"
+    progress = work / f"{progress_name}.jsonl"
     log = work / f"driver-{len(list(work.glob('driver-*.log')))}.log"
     args = [
         sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",

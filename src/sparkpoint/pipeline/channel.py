@@ -55,12 +55,25 @@ class Restored:
 Ack = tuple[str, int, OperatorSubtaskState]
 
 
+class RunSuperseded(Exception):
+    """This driver run is no longer the job's current one: a newer run registered (a
+    restarted driver, a standby that took over). Every call of the old run is refused
+    and changes nothing; the driver must stop without committing anything more. The
+    message names both runs."""
+
+
 class CheckpointChannel(Protocol):
     """What the driver needs from a coordinator. Implementations keep the notification
-    sequence themselves: ``heartbeat`` returns each notice once."""
+    sequence themselves: ``heartbeat`` returns each notice once.
 
-    def register(self, graph: JobGraph) -> None:
-        """Register (or re-register after a restart) the job's graph."""
+    Registering starts a driver run with a new id, which every later call carries; once
+    another run registered, ``restore``, ``heartbeat``, ``acknowledge``, ``decline`` and
+    the triggers raise :class:`RunSuperseded`."""
+
+    def register(self, graph: JobGraph) -> str:
+        """Register (or re-register after a restart) the job's graph; returns the id of
+        the driver run this starts."""
+        ...
 
     def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
         """Plan a restore at ``graph``'s parallelism from ``pointer`` (a savepoint or

@@ -48,7 +48,19 @@ class JobSession:
     def job_id(self) -> str:
         return self.record.job_id
 
-    def heartbeat(self) -> None:
+    @property
+    def run_id(self) -> str | None:
+        """The job's current driver run."""
+        return self.coordinator.run_id
+
+    def check_run(self, run_id: str) -> None:
+        """Refuse a driver run that is not the current one (``SupersededRunError``)."""
+        self.coordinator.check_run(run_id)
+
+    def heartbeat(self, run_id: str) -> None:
+        """The current run is alive; a superseded run's heartbeat is refused and marks
+        nothing."""
+        self.check_run(run_id)
         self._last_heartbeat = time.monotonic()
 
     def connected(self) -> bool:

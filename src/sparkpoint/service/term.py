@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -113,8 +114,11 @@ class Term:
         return session
 
     def register(self, graph: JobGraph, config: Mapping[str, Any], *, replace: bool) -> JobSession:
-        """Register ``graph`` (idempotent for the same graph and options)."""
+        """Register ``graph`` (idempotent for the same graph and options: the job keeps its
+        coordinator). Every registration is a new driver run with a new id, persisted with
+        the job's record so that the next leader too refuses every earlier run."""
         options = job_options(self._defaults, config)  # refuse bad options before any write
+        run_id = uuid.uuid4().hex
         with self._register_lock:
             with self._lock:
                 existing = self._sessions.get(graph.job_id)
@@ -134,14 +138,24 @@ class Term:
                 and existing.coordinator.options == options
                 and existing.job_status() in (JobStatus.RUNNING, JobStatus.CREATED)
             ):
+                self.leadership.ensure_can_act()
+                # Refuse the earlier run from now on, then make it last beyond this term.
+                existing.coordinator.begin_run(run_id)
+                record = existing.record.with_run(run_id)
+                self.registry.put(record)
+                existing.record = record
+                log.info("job %s: driver run %s registered", graph.job_id, run_id)
                 return existing
             record = JobRecord(
                 graph,
                 dict(config),
                 JobStatus.RUNNING,
+                run_id=run_id,
                 **({"registered_ms": old.registered_ms} if old is not None else {}),
             )
             self.leadership.ensure_can_act()
+            if existing is not None:
+                existing.coordinator.begin_run(run_id)
             self.registry.put(record)
             base = existing.last_seq() if existing else term_base(self.epoch)
             if existing is not None:
@@ -152,7 +166,12 @@ class Term:
                     session.coordinator.stop(self.close_reason)
                     raise NotLeaderError(f"leadership lost: {self.close_reason}")
                 self._sessions[graph.job_id] = session
-            log.info("registered job %s (%d operators)", graph.job_id, len(graph.operators))
+            log.info(
+                "registered job %s (%d operators), driver run %s",
+                graph.job_id,
+                len(graph.operators),
+                run_id,
+            )
             return session
 
     def _open(self, record: JobRecord, notice_base: int) -> JobSession:
@@ -168,6 +187,7 @@ class Term:
             store=store,
             storage=self.storage,
             cleanup=self._cleanup,
+            run_id=record.run_id or None,
         )
         coordinator.start()
         return JobSession(
@@ -184,7 +204,11 @@ class Term:
         if status not in _PERSISTED or status is session.persisted_status:
             return
         reason = session.coordinator.failure_reason or ""
-        record = session.record.with_status(status, reason)
-        self.registry.put(record)
-        session.record = record
+        with self._register_lock:  # never write back a record a registration replaced
+            with self._lock:
+                if self._sessions.get(session.job_id) is not session:
+                    return
+            record = session.record.with_status(status, reason)
+            self.registry.put(record)
+            session.record = record
         session.persisted_status = status

@@ -25,6 +25,8 @@ class JobRecord:
     status: JobStatus = JobStatus.RUNNING
     status_reason: str = ""
     registered_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    #: The current driver run: the next leader refuses every other run's calls.
+    run_id: str = ""
 
     @property
     def job_id(self) -> str:
@@ -32,6 +34,9 @@ class JobRecord:
 
     def with_status(self, status: JobStatus, reason: str = "") -> JobRecord:
         return replace(self, status=status, status_reason=reason)
+
+    def with_run(self, run_id: str) -> JobRecord:
+        return replace(self, run_id=run_id)
 
     def to_bytes(self) -> bytes:
         return json.dumps(
@@ -41,6 +46,7 @@ class JobRecord:
                 "status": self.status.value,
                 "status_reason": self.status_reason,
                 "registered_ms": self.registered_ms,
+                "run_id": self.run_id,
             },
             separators=(",", ":"),
             sort_keys=True,
@@ -56,6 +62,7 @@ class JobRecord:
                 status=JobStatus(data.get("status", JobStatus.RUNNING.value)),
                 status_reason=str(data.get("status_reason", "")),
                 registered_ms=int(data.get("registered_ms", 0)),
+                run_id=str(data.get("run_id", "")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             if isinstance(exc, InvalidCheckpointValue):

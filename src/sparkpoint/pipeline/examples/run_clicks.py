@@ -109,8 +109,12 @@ def main(argv: list[str] | None = None) -> int:
             report(driver.status, event="savepoint", savepoint=savepoint)
         else:
             driver.run()
-            driver.finish()
-            report(driver.status, event="finished")
+            if driver.superseded:
+                # A newer run of the job registered: stop, committing nothing more.
+                report(driver.status, event="superseded", reason=driver.status.superseded)
+            else:
+                driver.finish()
+                report(driver.status, event="finished")
     except KeyboardInterrupt:
         # Ctrl-C: stop where we are. Output of completed checkpoints is committed; the
         # rest is replayed from the last completed checkpoint by the next start.
