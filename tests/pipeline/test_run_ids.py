@@ -92,7 +92,7 @@ def test_a_frozen_driver_replaced_by_a_new_run_is_refused_and_stops(
     tmp_path: Path, replicas
 ) -> None:
     cluster: list[ReplicaProcess] = [replicas(name) for name in ("a", "b")]
-    wait_leader(cluster)
+    wait_leader(cluster, timeout=120)  # generous: the machine may be loaded
     addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
     work = tmp_path / "job"
     older = processes.start_driver(work, "--coordinator", addresses, progress_name="older")

@@ -80,11 +80,20 @@ class CoordinatorClient:
     # --- driver-facing ----------------------------------------------------------------
 
     def register_job(
-        self, graph: JobGraph, checkpoint_config: dict[str, Any], *, replace: bool = False
+        self,
+        graph: JobGraph,
+        checkpoint_config: dict[str, Any],
+        *,
+        replace: bool = False,
+        standby: bool = False,
     ) -> dict[str, Any]:
+        """Start a driver run (``standby``: a warm standby run; the reply's ``role`` says
+        which it became)."""
         body = {"graph": graph.to_dict(), "checkpoint_config": dict(checkpoint_config)}
         if replace:
             body["replace"] = True
+        if standby:
+            body["standby"] = True
         result: dict[str, Any] = self._call("POST", "/v1/jobs", body, idempotent=True)
         self._runs[graph.job_id] = str(result["run_id"])
         return result
@@ -149,6 +158,11 @@ class CoordinatorClient:
         }
         data = self._call("POST", f"/v1/jobs/{_job(job_id)}/restore-plan", body, idempotent=True)
         return RestoreResponse.from_dict(data)
+
+    def release(self, job_id: str, *, run_id: str | None = None) -> None:
+        """This driver run ends cleanly: the job's standby run, if any, takes over now."""
+        body = {"run_id": self._run(job_id, run_id)}
+        self._call("POST", f"/v1/jobs/{_job(job_id)}/release", body, idempotent=True)
 
     def trigger_checkpoint(self, job_id: str) -> int:
         """Trigger now; from a client that registered the job, as its driver run."""

@@ -82,6 +82,7 @@ class Replica:
             storage=self.storage,
             option_defaults=self._option_defaults,
             heartbeat_timeout_s=self.config.service.heartbeat_timeout_s,
+            driver_takeover_timeout_s=self.config.service.driver_takeover_timeout_s,
             cleanup=self.cleanup,
         )
         with self._lock:

@@ -19,6 +19,7 @@ from sparkpoint.service.api.models import (
     HeartbeatRequest,
     RegisterReply,
     RegisterRequest,
+    ReleaseRequest,
     RestorePlanReply,
     RestorePlanRequest,
     SavepointRequest,
@@ -77,27 +78,40 @@ def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
     Starts a new driver run: earlier runs are refused from now on."""
     term = _term(request)
     graph = JobGraph.from_dict(body.graph.model_dump())
-    session = term.register(graph, body.checkpoint_config, replace=body.replace)
+    session, run_id = term.register(
+        graph, body.checkpoint_config, replace=body.replace, standby=body.standby
+    )
     return RegisterReply(
         job_id=session.job_id,
         leader_epoch=term.epoch,
         status=session.job_status().value,
         notification_seq=session.last_seq(),
-        run_id=session.record.run_id,
+        run_id=run_id,
+        role="standby" if run_id == session.standby_run_id else "active",
     )
 
 
 @router.post("/jobs/{job_id}/heartbeat", response_model=HeartbeatReply)
 def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str, Any]:
-    """Mark the job connected; the reply carries notices after ``after_seq``."""
+    """Mark the job connected; the reply carries notices after ``after_seq``. A standby
+    run's heartbeat carries none: it only learns whether it was granted the job."""
     term = _term(request)
     session = term.session(job_id)
-    session.heartbeat(body.run_id)
+    role = session.heartbeat(body.run_id)
     return {
         "leader_epoch": term.epoch,
         "job_status": session.job_status().value,
-        "notifications": session.notifications(body.after_seq),
+        "notifications": session.notifications(body.after_seq) if role == "active" else [],
+        "role": role,
+        "notification_seq": session.last_seq(),
     }
+
+
+@router.post("/jobs/{job_id}/release")
+def release(job_id: str, body: ReleaseRequest, request: Request) -> dict[str, Any]:
+    """A driver run ends cleanly: its standby, if any, is granted the job now."""
+    _term(request).release(job_id, body.run_id)
+    return {}
 
 
 @router.post("/jobs/{job_id}/checkpoints/{checkpoint_id}/acks", response_model=AckReply)

@@ -40,6 +40,11 @@ class RegisterRequest(BaseModel):
         description='CheckpointingOptions by field name or Flink key, e.g. {"interval_ms": 500}.',
     )
     replace: bool = False
+    standby: bool = Field(
+        False,
+        description="Register as the job's warm standby driver run (the job must be running "
+        "with the same graph and options; otherwise this run becomes the active one).",
+    )
 
 
 class RegisterReply(BaseModel):
@@ -52,6 +57,9 @@ class RegisterReply(BaseModel):
     run_id: str = Field(
         description="This driver run's id: every later heartbeat, ack, decline and restore-plan "
         "request carries it; a newer registration supersedes it."
+    )
+    role: Literal["active", "standby"] = Field(
+        "active", description="standby: wait, heartbeating, until a heartbeat says active."
     )
 
 
@@ -80,6 +88,16 @@ class HeartbeatReply(BaseModel):
     leader_epoch: int
     job_status: str
     notifications: list[NotificationModel]
+    role: Literal["active", "standby"] = Field(
+        "active",
+        description="The caller's role; a standby run that reads active was granted the job: "
+        "it restores and heartbeats after notification_seq.",
+    )
+    notification_seq: int = Field(0, description="The job's last notification seq.")
+
+
+class ReleaseRequest(BaseModel):
+    run_id: str = Field(min_length=1, max_length=128, description="The driver run that ends.")
 
 
 class SubtaskStateModel(BaseModel):
