@@ -48,6 +48,8 @@ def test_embedded_channel_refuses_a_superseded_run(tmp_path: Path) -> None:
     assert newer.coordinator.to_dict()["counts"]["completed"] == 1  # type: ignore[index]
     newer.close()
     older.close()
+    with pytest.raises(ValueError, match="standby driver needs the coordinator service"):
+        EmbeddedChannel(str(tmp_path / "other"), interval_ms=MANUAL).register(graph, standby=True)
 
 
 def test_a_superseded_driver_stops_and_commits_nothing_more(spark: Any, tmp_path: Path) -> None:
@@ -88,6 +90,7 @@ def test_a_superseded_driver_stops_and_commits_nothing_more(spark: Any, tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # two driver processes, each starting Spark
 def test_a_frozen_driver_replaced_by_a_new_run_is_refused_and_stops(
     tmp_path: Path, replicas
 ) -> None:
@@ -96,26 +99,33 @@ def test_a_frozen_driver_replaced_by_a_new_run_is_refused_and_stops(
     addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
     work = tmp_path / "job"
     older = processes.start_driver(work, "--coordinator", addresses, progress_name="older")
-    wait_until(
-        lambda: (older.latest().get("last_completed") or 0) >= 1,
-        timeout=180,
-        message="the older run completes a checkpoint",
-    )
-    older.signal(signal.SIGSTOP)  # cut off: it holds whatever it was doing
+    drivers = [older]
     try:
-        newer = processes.start_driver(work, "--coordinator", addresses, progress_name="newer")
         wait_until(
-            lambda: (newer.latest().get("last_completed") or 0) >= 1,
+            lambda: (older.latest().get("last_completed") or 0) >= 1,
             timeout=180,
-            message="the newer run completes a checkpoint",
+            message="the older run completes a checkpoint",
         )
+        older.signal(signal.SIGSTOP)  # cut off: it holds whatever it was doing
+        try:
+            newer = processes.start_driver(work, "--coordinator", addresses, progress_name="newer")
+            drivers.append(newer)
+            wait_until(
+                lambda: (newer.latest().get("last_completed") or 0) >= 1,
+                timeout=180,
+                message="the newer run completes a checkpoint",
+            )
+        finally:
+            older.signal(signal.SIGCONT)
+        # Resumed, the older calls on with its run id: refused (409 naming both), it stops.
+        assert older.wait(timeout=180) == 0, older.log.read_text()[-4000:]
+        last = older.latest()
+        assert last.get("event") == "superseded", last
+        assert "superseded" in last["reason"]
+        assert newer.wait(timeout=400) == 0, newer.log.read_text()[-4000:]
+        assert newer.latest().get("event") == "finished"
+        assert processes.committed(work / "out") == processes.expected()
     finally:
-        older.signal(signal.SIGCONT)
-    # Resumed, the older calls on with its run id: refused (409 naming both), it stops.
-    assert older.wait(timeout=120) == 0, older.log.read_text()[-4000:]
-    last = older.latest()
-    assert last.get("event") == "superseded", last
-    assert "superseded" in last["reason"]
-    assert newer.wait(timeout=300) == 0, newer.log.read_text()[-4000:]
-    assert newer.latest().get("event") == "finished"
-    assert processes.committed(work / "out") == processes.expected()
+        for driver in drivers:
+            if driver.proc.poll() is None:
+                driver.kill()

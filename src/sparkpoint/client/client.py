@@ -162,7 +162,8 @@ class CoordinatorClient:
     def release(self, job_id: str, *, run_id: str | None = None) -> None:
         """This driver run ends cleanly: the job's standby run, if any, takes over now."""
         body = {"run_id": self._run(job_id, run_id)}
-        self._call("POST", f"/v1/jobs/{_job(job_id)}/release", body, idempotent=True)
+        # Best effort on the way out: not retried (a silent run is ended by the timeout).
+        self._call("POST", f"/v1/jobs/{_job(job_id)}/release", body, idempotent=False)
 
     def trigger_checkpoint(self, job_id: str) -> int:
         """Trigger now; from a client that registered the job, as its driver run."""

@@ -41,8 +41,14 @@ class BackgroundChannel:
         #: Set by the thread when the coordinator refused this run.
         self.superseded: RunSuperseded | None = None
 
-    def register(self, graph: JobGraph) -> str:
-        return self.inner.register(graph)
+    def register(self, graph: JobGraph, *, standby: bool = False) -> str:
+        return self.inner.register(graph, standby=standby)
+
+    def wait_for_grant(self) -> None:
+        self.inner.wait_for_grant()
+
+    def release(self) -> None:
+        self.inner.release()
 
     def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
         return self.inner.restore(graph, pointer)

@@ -103,6 +103,10 @@ class PipelineDriver:
 
     ``lineage_limit``: after this many epochs without a snapshot the state RDD's lineage
     is cut with Spark's local checkpoint (snapshots cut it durably, see ``_checkpoint``).
+
+    ``standby``: :meth:`start` registers a warm standby run of the job (the service only),
+    warms Spark up and waits until the coordinator grants it the job — the active run went
+    silent or exited — then restores the latest completed checkpoint and returns.
     """
 
     def __init__(
@@ -115,6 +119,7 @@ class PipelineDriver:
         inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
         on_epoch: Callable[[DriverStatus], None] | None = None,
         lineage_limit: int = 25,
+        standby: bool = False,
     ) -> None:
         pipeline.validate()
         self.pipeline = pipeline
@@ -126,6 +131,7 @@ class PipelineDriver:
         self._inline_threshold = inline_threshold
         self._on_epoch = on_epoch
         self._lineage_limit = lineage_limit
+        self._standby = standby
         self._epochs_since_reload = 0
         self._p = pipeline.parallelism
         self._m = pipeline.effective_max_parallelism
@@ -146,7 +152,11 @@ class PipelineDriver:
     # -- start and restore ------------------------------------------------------------
 
     def start(self) -> Restored | None:
-        self.status.run_id = self.channel.register(self.graph)
+        self.status.run_id = self.channel.register(self.graph, standby=self._standby)
+        if self._standby:
+            self._warm_up()
+            log.info("job %s: standby run %s waiting", self.graph.job_id, self.status.run_id)
+            self.channel.wait_for_grant()
         restored = self.channel.restore(self.graph, self._restore_from)
         if restored is None:
             self.state = self._load_state(
@@ -171,6 +181,13 @@ class PipelineDriver:
             self._p,
         )
         return restored
+
+    def _warm_up(self) -> None:
+        """One small job on every partition: executors are up and their Python workers
+        have imported sparkpoint before the standby is needed."""
+        self.sc.parallelize([(Slot(i), None) for i in range(self._p)], self._p).partitionBy(
+            self._p, self.partitioner
+        ).count()
 
     @staticmethod
     def _operator_elements(plan: Any, uid: str, name: str) -> list[bytes]:
@@ -454,9 +471,12 @@ class PipelineDriver:
         return checkpoint_id
 
     def close(self) -> None:
+        """Release the run (a standby may take over at once) and the channel."""
         for rdd in self._cached:
             rdd.unpersist()
         self._cached.clear()
+        if not self.superseded:
+            self.channel.release()
         self.channel.close()
 
 

@@ -97,7 +97,12 @@ class EmbeddedChannel:
         except SupersededRunError as exc:
             raise RunSuperseded(str(exc)) from exc
 
-    def register(self, graph: JobGraph) -> str:
+    def register(self, graph: JobGraph, *, standby: bool = False) -> str:
+        if standby:
+            raise ValueError(
+                "a standby driver needs the coordinator service (--coordinator): an embedded "
+                "coordinator lives and dies with its one driver"
+            )
         self.run_id = uuid.uuid4().hex
         if self.coordinator is None:
             self.coordinator = CheckpointCoordinator(
@@ -114,6 +119,12 @@ class EmbeddedChannel:
             # Notices from before this run (triggers of an earlier run) are not ours.
             self._seq = self.coordinator.outbox.last_seq
         return self.run_id
+
+    def wait_for_grant(self) -> None:
+        """Embedded runs are never standbys."""
+
+    def release(self) -> None:
+        """Nothing to hand over: no standby shares an embedded coordinator's job."""
 
     def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
         self._current().await_finalizations()

@@ -14,12 +14,20 @@ both runs) and the call raises :class:`~sparkpoint.pipeline.channel.RunSupersede
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sparkpoint.checkpoint import CheckpointKind, JobGraph
-from sparkpoint.client import Conflict, CoordinatorClient, NotFound, Superseded, Unavailable
+from sparkpoint.client import (
+    ClientError,
+    Conflict,
+    CoordinatorClient,
+    NotFound,
+    Superseded,
+    Unavailable,
+)
 from sparkpoint.pipeline.channel import (
     Ack,
     ChannelNotice,
@@ -49,6 +57,8 @@ class RemoteChannel:
         self._job_id: str | None = None
         self._run_id: str | None = None
         self._seq = 0
+        self.standby = False
+        self._superseded = False
 
     @property
     def job_id(self) -> str:
@@ -62,20 +72,47 @@ class RemoteChannel:
             raise RuntimeError("register the job first")
         return self._run_id
 
-    def register(self, graph: JobGraph) -> str:
-        reply = self.client.register_job(graph, self._config)
+    def register(self, graph: JobGraph, *, standby: bool = False) -> str:
+        reply = self.client.register_job(graph, self._config, standby=standby)
         self._job_id = graph.job_id
         self._run_id = str(reply["run_id"])
+        self.standby = reply.get("role") == "standby"
         # Notices from before this run (triggers of an earlier driver) are not ours.
         self._seq = int(reply.get("notification_seq", 0))
-        log.info("job %s: this driver is run %s", graph.job_id, self._run_id)
+        role = "the standby" if self.standby else "the active"
+        log.info("job %s: this driver is %s run %s", graph.job_id, role, self._run_id)
         return self._run_id
+
+    def wait_for_grant(self, poll_s: float = 0.1) -> None:
+        while self.standby:
+            try:
+                with self._as_run():
+                    beat = self.client.heartbeat(self.job_id, self._seq, run_id=self.run_id)
+            except Unavailable as exc:
+                log.warning("standby heartbeat: %s", exc)
+                beat = None
+            if beat is not None and beat.role == "active":
+                self.standby = False
+                log.info("job %s: standby run %s granted the job", self.job_id, self.run_id)
+                return
+            time.sleep(poll_s)  # a polling interval: the grant comes with a heartbeat reply
+
+    def release(self) -> None:
+        if self._run_id is None or self._superseded:
+            return
+        try:
+            self.client.release(self.job_id, run_id=self._run_id)
+        except ClientError as exc:
+            log.info("release of run %s: %s", self._run_id, exc)
+        except Exception as exc:  # unreachable coordinators: the takeover timeout ends it
+            log.info("release of run %s failed: %s", self._run_id, exc)
 
     @contextmanager
     def _as_run(self) -> Iterator[None]:
         try:
             yield
         except Superseded as exc:
+            self._superseded = True
             raise RunSuperseded(exc.message) from exc
 
     def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:

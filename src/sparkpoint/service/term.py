@@ -161,6 +161,7 @@ class Term:
                 self.leadership.ensure_can_act()
                 # Refuse the earlier run from now on, then make it last beyond this term.
                 existing.coordinator.begin_run(run_id)
+                existing.released = False
                 record = existing.record.with_run(run_id)
                 self.registry.put(record)
                 existing.record = record
