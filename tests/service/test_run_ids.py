@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from sparkpoint.checkpoint import OperatorSubtaskState
@@ -117,3 +118,31 @@ def test_the_next_leader_still_refuses_a_superseded_run(
             assert client.acknowledge(JOB, cid, acks, run_id=new_run)["status"] == "completed"
     finally:
         second.stop()
+
+
+def test_an_older_runs_acks_never_complete_a_newer_runs_checkpoint(service) -> None:
+    """Raw HTTP, as a zombie driver would send it: the older run's acknowledgements of a
+    checkpoint triggered for the newer run are refused and complete nothing."""
+    graph = make_graph(JOB)
+    body = {"graph": graph.to_dict(), "checkpoint_config": CONFIG}
+    acks = [
+        {"operator_uid": op.uid, "subtask": i, "state": {"keyed": [], "operator": []}}
+        for op in graph.operators
+        for i in range(op.parallelism)
+    ]
+    with httpx.Client(base_url=service.address, timeout=10) as http:
+        older = http.post("/v1/jobs", json=body).json().get("run_id")
+        newer = http.post("/v1/jobs", json=body).json().get("run_id")
+        cid = http.post(f"/v1/jobs/{JOB}/checkpoints").json()["checkpoint_id"]
+        late = http.post(
+            f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json={"acks": acks, "run_id": older}
+        )
+        assert late.status_code == 409, late.text
+        assert late.json()["error"] == "run_superseded"
+        assert older in late.json()["message"] and newer in late.json()["message"]
+        overview = http.get(f"/v1/jobs/{JOB}/checkpoints").json()
+        assert overview["counts"]["completed"] == 0
+        done = http.post(
+            f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json={"acks": acks, "run_id": newer}
+        )
+        assert done.json()["status"] == "completed"
