@@ -18,9 +18,9 @@ from sparkpoint.pipeline.sink import TransactionalFileSink
 SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 300, 1600, 400
 
 
-def expected() -> list[str]:
+def expected(per_split: int = PER_SPLIT) -> list[str]:
     source = ClickEventSource(
-        splits=SPLITS, users=USERS, records_per_epoch=PER_EPOCH, records_per_split=PER_SPLIT
+        splits=SPLITS, users=USERS, records_per_epoch=PER_EPOCH, records_per_split=per_split
     )
     return expected_output(source.all_records())
 
@@ -63,9 +63,14 @@ class DriverProcess:
 
 
 def start_driver(
-    work: Path, *extra: str, master: str = "local[2]", progress_name: str = "progress"
+    work: Path,
+    *extra: str,
+    master: str = "local[2]",
+    progress_name: str = "progress",
+    per_split: int = PER_SPLIT,
 ) -> DriverProcess:
-    """The clicks job in ``work``; ``progress_name`` tells apart drivers sharing it."""
+    """The clicks job in ``work``; ``progress_name`` tells apart drivers sharing it, and
+    ``per_split`` makes a shorter stream (pass the same to :func:`expected`)."""
     work.mkdir(parents=True, exist_ok=True)
     progress = work / f"{progress_name}.jsonl"
     log = work / f"driver-{len(list(work.glob('driver-*.log')))}.log"
@@ -77,7 +82,7 @@ def start_driver(
         "--progress", str(progress),
         "--master", master,
         "--splits", str(SPLITS), "--users", str(USERS),
-        "--records-per-split", str(PER_SPLIT), "--records-per-epoch", str(PER_EPOCH),
+        "--records-per-split", str(per_split), "--records-per-epoch", str(PER_EPOCH),
         "--interval-ms", "300",
         *extra,
     ]  # fmt: skip

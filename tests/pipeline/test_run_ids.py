@@ -19,6 +19,8 @@ from tests.support.waiting import wait_until
 from . import processes, support
 
 MANUAL = 3_600_000
+#: Records per split of the process tests: 8 epochs per driver, two drivers each.
+SHORT = 800
 
 
 def test_embedded_channel_refuses_a_superseded_run(tmp_path: Path) -> None:
@@ -90,7 +92,7 @@ def test_a_superseded_driver_stops_and_commits_nothing_more(spark: Any, tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # two driver processes, each starting Spark
+@pytest.mark.timeout(1800)  # two driver processes, each starting Spark
 def test_a_frozen_driver_replaced_by_a_new_run_is_refused_and_stops(
     tmp_path: Path, replicas
 ) -> None:
@@ -98,33 +100,37 @@ def test_a_frozen_driver_replaced_by_a_new_run_is_refused_and_stops(
     wait_leader(cluster, timeout=120)  # generous: the machine may be loaded
     addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
     work = tmp_path / "job"
-    older = processes.start_driver(work, "--coordinator", addresses, progress_name="older")
+    older = processes.start_driver(
+        work, "--coordinator", addresses, progress_name="older", per_split=SHORT
+    )
     drivers = [older]
     try:
         wait_until(
             lambda: (older.latest().get("last_completed") or 0) >= 1,
-            timeout=180,
+            timeout=400,
             message="the older run completes a checkpoint",
         )
         older.signal(signal.SIGSTOP)  # cut off: it holds whatever it was doing
         try:
-            newer = processes.start_driver(work, "--coordinator", addresses, progress_name="newer")
+            newer = processes.start_driver(
+                work, "--coordinator", addresses, progress_name="newer", per_split=SHORT
+            )
             drivers.append(newer)
             wait_until(
                 lambda: (newer.latest().get("last_completed") or 0) >= 1,
-                timeout=180,
+                timeout=400,
                 message="the newer run completes a checkpoint",
             )
         finally:
             older.signal(signal.SIGCONT)
         # Resumed, the older calls on with its run id: refused (409 naming both), it stops.
-        assert older.wait(timeout=180) == 0, older.log.read_text()[-4000:]
+        assert older.wait(timeout=400) == 0, older.log.read_text()[-4000:]
         last = older.latest()
         assert last.get("event") == "superseded", last
         assert "superseded" in last["reason"]
         assert newer.wait(timeout=400) == 0, newer.log.read_text()[-4000:]
         assert newer.latest().get("event") == "finished"
-        assert processes.committed(work / "out") == processes.expected()
+        assert processes.committed(work / "out") == processes.expected(SHORT)
     finally:
         for driver in drivers:
             if driver.proc.poll() is None:

@@ -17,9 +17,11 @@ from tests.support.waiting import wait_until
 
 from . import processes
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # two drivers, each starting Spark
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # two drivers, each starting Spark
 
 JOB = "clicks"
+#: Records per split: 8 epochs per driver, two drivers each.
+SHORT = 800
 
 
 def _standby_registered(observer) -> bool:
@@ -35,45 +37,47 @@ def test_frozen_active_driver_the_standby_takes_over_and_the_old_one_stops(
     wait_leader(cluster, timeout=120)  # generous: the machine may be loaded
     addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
     work = tmp_path / "job"
-    active = processes.start_driver(work, "--coordinator", addresses, progress_name="active")
+    active = processes.start_driver(
+        work, "--coordinator", addresses, progress_name="active", per_split=SHORT
+    )
     drivers = [active]
     try:
         wait_until(
             lambda: (active.latest().get("last_completed") or 0) >= 1,
-            timeout=180,
+            timeout=400,
             message="the active driver completes a checkpoint",
         )
         standby = processes.start_driver(
-            work, "--coordinator", addresses, "--standby", progress_name="standby"
+            work, "--coordinator", addresses, "--standby", progress_name="standby", per_split=SHORT
         )
         drivers.append(standby)
-        wait_until(lambda: _standby_registered(observer), timeout=180, message="standby waits")
+        wait_until(lambda: _standby_registered(observer), timeout=400, message="standby waits")
         assert standby.latest().get("event") == "standby"
 
         active.signal(signal.SIGSTOP)  # frozen: no heartbeats past the takeover timeout
         try:
             wait_until(
                 lambda: any(r.get("event") == "started" for r in standby.reports()),
-                timeout=180,
+                timeout=400,
                 message="the standby is granted the job and restores",
             )
             started = next(r for r in standby.reports() if r.get("event") == "started")
             assert started["restored_from"] is not None and started["restored_from"] >= 1
             wait_until(
                 lambda: (standby.latest().get("last_completed") or 0) > started["restored_from"],
-                timeout=180,
+                timeout=400,
                 message="the standby completes a checkpoint of its own",
             )
         finally:
             active.signal(signal.SIGCONT)
 
         # Resumed, the old driver calls on with its run id: refused, it stops.
-        assert active.wait(timeout=180) == 0, active.log.read_text()[-4000:]
+        assert active.wait(timeout=400) == 0, active.log.read_text()[-4000:]
         last = active.latest()
         assert last.get("event") == "superseded", last
         assert standby.wait(timeout=400) == 0, standby.log.read_text()[-4000:]
         assert standby.latest().get("event") == "finished"
-        assert processes.committed(work / "out") == processes.expected()
+        assert processes.committed(work / "out") == processes.expected(SHORT)
     finally:
         for driver in drivers:
             if driver.proc.poll() is None:
