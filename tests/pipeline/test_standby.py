@@ -20,8 +20,6 @@ from . import processes
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # two drivers, each starting Spark
 
 JOB = "clicks"
-#: Records per split: 8 epochs per driver, two drivers each.
-SHORT = 800
 
 
 def _standby_registered(observer) -> bool:
@@ -37,9 +35,7 @@ def test_frozen_active_driver_the_standby_takes_over_and_the_old_one_stops(
     wait_leader(cluster, timeout=120)  # generous: the machine may be loaded
     addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
     work = tmp_path / "job"
-    active = processes.start_driver(
-        work, "--coordinator", addresses, progress_name="active", per_split=SHORT
-    )
+    active = processes.start_driver(work, "--coordinator", addresses, progress_name="active")
     drivers = [active]
     try:
         wait_until(
@@ -47,12 +43,23 @@ def test_frozen_active_driver_the_standby_takes_over_and_the_old_one_stops(
             timeout=400,
             message="the active driver completes a checkpoint",
         )
-        standby = processes.start_driver(
-            work, "--coordinator", addresses, "--standby", progress_name="standby", per_split=SHORT
-        )
-        drivers.append(standby)
+        # Held while the standby starts Spark, so the stream cannot end meanwhile; resumed
+        # before the standby registers (and heartbeats, after its warm-up job).
+        active.signal(signal.SIGSTOP)
+        try:
+            standby = processes.start_driver(
+                work, "--coordinator", addresses, "--standby", progress_name="standby"
+            )
+            drivers.append(standby)
+            wait_until(
+                lambda: standby.latest().get("event") == "standby",
+                timeout=400,
+                message="the standby driver's Spark is up",
+            )
+        finally:
+            active.signal(signal.SIGCONT)
         wait_until(lambda: _standby_registered(observer), timeout=400, message="standby waits")
-        assert standby.latest().get("event") == "standby"
+        assert active.latest().get("event") is None, "the active run goes on meanwhile"
 
         active.signal(signal.SIGSTOP)  # frozen: no heartbeats past the takeover timeout
         try:
@@ -77,7 +84,7 @@ def test_frozen_active_driver_the_standby_takes_over_and_the_old_one_stops(
         assert last.get("event") == "superseded", last
         assert standby.wait(timeout=400) == 0, standby.log.read_text()[-4000:]
         assert standby.latest().get("event") == "finished"
-        assert processes.committed(work / "out") == processes.expected(SHORT)
+        assert processes.committed(work / "out") == processes.expected()
     finally:
         for driver in drivers:
             if driver.proc.poll() is None:
