@@ -351,10 +351,15 @@ class ServiceSettings:
         "sparkpoint.coordinator.tick-interval", parse_duration, 0.02,
         "How often the leader checks every job for due triggers and expiries.",
     )  # fmt: skip
+    driver_takeover_timeout_s: float = _key(
+        "driver.takeover-timeout", parse_duration, 3.0,
+        "A job's driver run silent this long is ended; its standby driver is granted the run.",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _check_range(self, "heartbeat_timeout_s", 0.1, 3600.0)
         _check_range(self, "tick_interval_s", 0.001, 10.0)
+        _check_range(self, "driver_takeover_timeout_s", 0.1, 3600.0)
 
 
 @dataclass(frozen=True, slots=True)
