@@ -154,7 +154,7 @@ class StatusReader:
         if session is not None:
             for record in session.coordinator.stats.history():
                 if record.checkpoint_id == checkpoint_id:
-                    found = record.to_dict()
+                    found = record.to_dict(subtasks=True)
             retained = session.store.get_all()
         else:
             retained = self._backend.retained(job_id)

@@ -44,7 +44,7 @@ PEER_TIMEOUT_S = 0.8
 #: Most points the duration/size chart gets (the newest completed checkpoints).
 CHART_POINTS = 1000
 #: How many of the newest retained checkpoints the retained list shows.
-RETAINED_SHOWN = 20
+RETAINED_SHOWN = 10
 
 
 def _replica(request: Request) -> Replica:

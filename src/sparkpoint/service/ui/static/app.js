@@ -1,5 +1,5 @@
 // The UI's entry: hash routes, one page at a time, refreshed by polling.
-import { get } from "./api.js";
+import { ApiError, get } from "./api.js";
 import { esc, html, toHtml } from "./format.js";
 import * as cluster from "./pages/cluster.js";
 import * as jobs from "./pages/jobs.js";
@@ -67,9 +67,14 @@ async function tick(gen) {
   const { page, params, state } = current;
   try {
     await Promise.all([page.refresh(document.getElementById("main"), params, state), refreshServedBy()]);
+    if (gen !== generation) return; // the user went to another page meanwhile
     setLive(true, `live · ${new Date().toLocaleTimeString()}`);
   } catch (err) {
+    if (gen !== generation) return; // an answer for a page no longer shown
     setLive(false, "stale");
+    if (!(err instanceof ApiError) && !(err instanceof TypeError && /fetch/i.test(err.message))) {
+      console.error(err); // a bug in the page, not an unreachable or refusing server
+    }
     const box = document.getElementById("page-error");
     if (box) {
       box.hidden = false;

@@ -69,6 +69,14 @@ export async function refresh(main, params, state) {
   box.innerHTML = toHtml(drawPlan(preview));
 }
 
+// A plan's stream is {file, size} or {inline, data (base64)}.
+function streamSize(stream) {
+  if (!stream) return 0;
+  if (stream.size !== undefined) return stream.size;
+  const data = stream.data || "";
+  return Math.floor((data.length * 3) / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0);
+}
+
 function ranges(max, p) {
   const out = [];
   for (let i = 0; i < p; i++) out.push([Math.ceil((i * max) / p), Math.ceil(((i + 1) * max) / p) - 1]);
@@ -101,10 +109,10 @@ function drawPlan(preview) {
           ${bar(`after (${op.parallelism})`, newSegs, max)}
           <div class="kg-axis"><span>0</span><span>${Math.floor(max / 2)}</span><span>${max - 1}</span></div>
         </div>
-        <table class="grid plan-table"><thead><tr><th>New subtask</th><th>Key groups</th><th>Reads keyed state from</th>
-          <th>Operator state</th><th class="num">Bytes read</th></tr></thead><tbody>
+        <table class="grid plan-table"><thead><tr><th>New subtask</th><th>Key groups</th><th>Keyed state handles (their key groups)</th>
+          <th>Operator state</th><th class="num">Handles' size</th></tr></thead><tbody>
         ${op.subtasks.map((s) => {
-          const size = [...s.keyed, ...s.operator].reduce((n, h) => n + (h.stream?.size || 0), 0);
+          const size = [...s.keyed, ...s.operator].reduce((n, h) => n + streamSize(h.stream), 0);
           return html`<tr><td><span class="swatch" style="background:${COLORS[s.index % COLORS.length]}"></span>${s.index}</td>
             <td class="mono">${s.key_groups[0]}–${s.key_groups[1]} (${s.key_groups[1] - s.key_groups[0] + 1})</td>
             <td class="mono small">${s.keyed.map((k) => `[${k.key_groups[0]}–${k.key_groups[1]}]`).join(" ") || "—"}</td>
