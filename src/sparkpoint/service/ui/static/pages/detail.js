@@ -16,8 +16,8 @@ export async function refresh(main, params) {
     <div class="crumbs"><a href="#/jobs">Jobs</a> › <a href="#/jobs/${job}/checkpoints">${params.job}</a> › checkpoint ${params.id}</div>
     <h1>Checkpoint ${params.id} ${badge(c.status)} ${c.is_savepoint ? html`<span class="tag">savepoint</span>` : ""}</h1>
     <div class="cards">
-      ${stat("Triggered", dateTime(c.trigger_timestamp))}
-      ${stat("Completed", c.completion_timestamp ? dateTime(c.completion_timestamp) : "—")}
+      ${stat("Triggered", time(c.trigger_timestamp), dateTime(c.trigger_timestamp).slice(0, 10))}
+      ${stat("Completed", c.completion_timestamp ? time(c.completion_timestamp) : "—")}
       ${stat("End to end", duration(c.end_to_end_duration))}
       ${stat("State size", bytes(c.state_size))}
       ${stat("Acknowledged", c.num_subtasks == null ? "—" : `${c.num_acknowledged_subtasks}/${c.num_subtasks}`)}
@@ -70,6 +70,7 @@ function acksOnly(c) {
     )}</tbody></table>`;
 }
 
-function stat(label, value) {
-  return html`<div class="card stat small-stat"><div class="label">${label}</div><div class="value">${value}</div></div>`;
+function stat(label, value, sub = "") {
+  return html`<div class="card stat small-stat"><div class="label">${label}</div><div class="value">${value}</div>
+    ${sub ? html`<div class="sub">${sub}</div>` : ""}</div>`;
 }
