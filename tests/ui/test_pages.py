@@ -159,7 +159,7 @@ def test_pages_history_and_failover(replicas, browser: Browser, screenshots: Pat
 
 @pytest.mark.slow
 def test_a_thousand_checkpoints_page_on_a_follower(
-    replicas, observer: ZooKeeperConnection, browser: Browser
+    replicas, observer: ZooKeeperConnection, browser: Browser, screenshots: Path
 ) -> None:
     procs = [replicas(f"r{i}", **STEADY) for i in range(2)]
     leader = wait_leader(procs, timeout=TIMEOUT)
@@ -192,4 +192,6 @@ def test_a_thousand_checkpoints_page_on_a_follower(
     )
     assert browser.find_all("#history tbody tr")[-1].get_attribute("data-id") == "1"
     assert browser.text("#retained-note") == "(newest 10 of 1000)"
+    assert "follows" in (browser.text("#banner") or "")
+    browser.screenshot(screenshots / "ui-checkpoints-follower-1000.png")
     assert_no_console_errors(browser, "1,000 checkpoints")
