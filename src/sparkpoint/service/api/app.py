@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from sparkpoint import __version__
-from sparkpoint.service.api import driver, errors, status, ui_status
+from sparkpoint.service.api import driver, errors, lifecycle, orphans, status, ui_status
 from sparkpoint.service.api.limits import MAX_BODY_BYTES, BodyLimit
 from sparkpoint.service.replica import Replica
 from sparkpoint.service.ui import mount_static, watch_leadership
@@ -21,6 +21,8 @@ def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fas
     errors.install(app)
     app.include_router(driver.router)
     app.include_router(status.router)
+    app.include_router(orphans.router)
+    app.include_router(lifecycle.router)
     app.include_router(status.probes)
     app.include_router(ui_status.router)
     app.state.leadership_history = watch_leadership(replica.backend)
