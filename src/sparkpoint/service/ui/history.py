@@ -95,7 +95,7 @@ class LeadershipHistory:
 def watch_leadership(backend: object) -> LeadershipHistory:
     """A history fed by a watch on leader/info when ``backend`` is ZooKeeper's (the
     embedded one has a single, local leader: the cluster page feeds it as it reads)."""
-    from sparkpoint.ha import LeaderRetriever
+    from sparkpoint.ha import watch_leader_info
     from sparkpoint.service.backend import ZooKeeperBackend
 
     history = LeadershipHistory()
@@ -104,5 +104,5 @@ def watch_leadership(backend: object) -> LeadershipHistory:
         def seen(info: LeaderInfo | None) -> None:
             history.observe(None if info is None else asdict(info))
 
-        LeaderRetriever(backend.conn, seen)
+        watch_leader_info(backend.conn, seen)
     return history
