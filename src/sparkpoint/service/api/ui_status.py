@@ -173,7 +173,7 @@ def jobs(request: Request) -> dict[str, Any]:
                     {k: op[k] for k in ("uid", "name", "parallelism", "max_parallelism", "keyed")}
                     for op in job["graph"]["operators"]
                 ],
-                "driver_run": _driver_run(job),
+                **_driver_runs(job, replica, summary["job_id"]),
                 "last_checkpoint": None
                 if last is None
                 else {
@@ -187,12 +187,16 @@ def jobs(request: Request) -> dict[str, Any]:
     return {"now_ms": now, "source": reader.source, "jobs": out}
 
 
-def _driver_run(job: dict[str, Any]) -> Any:
-    """Whatever the status API calls the driver run, if it exposes one."""
-    for key in ("driver_run", "run_id", "driver_run_id", "run"):
-        if job.get(key) is not None:
-            return job[key]
-    return None
+def _driver_runs(job: dict[str, Any], replica: Replica, job_id: str) -> dict[str, Any]:
+    """The current (and standby) driver run: from the status answer if it carries them,
+    else from the job's record, whichever version of it this replica knows."""
+    run = next((job[k] for k in ("driver_run", "run_id") if job.get(k)), None)
+    standby = job.get("standby_run_id") or None
+    if run is None:
+        record = replica.backend.registry(None).get(job_id)
+        run = getattr(record, "run_id", None) or None
+        standby = standby or getattr(record, "standby_run_id", None) or None
+    return {"driver_run": run, "standby_run": standby}
 
 
 def _retained(replica: Replica, job_id: str) -> list[CheckpointPointer]:

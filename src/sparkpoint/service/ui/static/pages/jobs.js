@@ -26,7 +26,8 @@ export async function refresh(main) {
               : j.connected
                 ? html`<span class="ok">connected</span>`
                 : html`<span class="warn">not heartbeating</span>`
-          }<div class="mono small">${j.driver_run ? `run ${j.driver_run}` : ""}</div></td>
+          }<div class="mono small" title="driver run id">${j.driver_run ? `run ${j.driver_run}` : ""}</div>
+          ${j.standby_run ? html`<div class="mono small muted">standby ${j.standby_run}</div>` : ""}</td>
           <td>${j.operators.map(
             (op) => html`<span class="op" title="${op.name || op.uid}${op.keyed ? " (keyed)" : ""}">
               ${op.uid}${op.keyed ? html`<i>keyed</i>` : ""} <b>${op.parallelism}</b><span class="muted">/${op.max_parallelism}</span></span>`,
