@@ -28,7 +28,7 @@ from sparkpoint.service.errors import (
 )
 from sparkpoint.service.replica import Replica
 from sparkpoint.service.status import StatusReader, pointer_record
-from sparkpoint.service.ui import LeadershipHistory
+from sparkpoint.service.ui import LeadershipHistory, RetainedCache
 from sparkpoint.storage import StorageError
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -159,7 +159,7 @@ def jobs(request: Request) -> dict[str, Any]:
     out = []
     for summary in reader.jobs():
         job = reader.job(summary["job_id"])
-        retained = _retained(replica, summary["job_id"])
+        retained = _retained(request, summary["job_id"])
         completed = [p for p in retained if not p.is_savepoint]
         last = completed[-1] if completed else None
         out.append(
@@ -199,20 +199,34 @@ def _driver_runs(job: dict[str, Any], replica: Replica, job_id: str) -> dict[str
     return {"driver_run": run, "standby_run": standby}
 
 
-def _retained(replica: Replica, job_id: str) -> list[CheckpointPointer]:
+def _retained(request: Request, job_id: str) -> list[CheckpointPointer]:
+    replica = _replica(request)
     term = replica.term
     if term is not None and term.ready.is_set():
         try:
             return term.session(job_id).store.get_all()
         except UnknownJobError:  # not (yet) a session of this term: read what is durable
             pass
-    return replica.backend.retained(job_id)
+    cache: RetainedCache | None = getattr(request.app.state, "ui_retained", None)
+    if cache is None:  # one per app; a second made by a racing request is harmless
+        cache = request.app.state.ui_retained = RetainedCache(replica.backend)
+    return cache.retained(job_id)
 
 
 def _merged_history(request: Request, job_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The leader's recent history (failed and running ones too) joined with every retained
     checkpoint, newest first; and the overview it came with."""
-    overview = _reader(request).checkpoints(job_id)
+    reader = _reader(request)
+    if reader.source == "leader":
+        overview = reader.checkpoints(job_id)
+    else:  # the status API's follower answer, from the cached retained list
+        reader.job(job_id)  # 404 for an unknown job
+        retained = _retained(request, job_id)
+        overview = {
+            **StatusReader.durable_overview(retained),
+            "retained": [p.to_dict() for p in retained],
+            "source": reader.source,
+        }
     entries = {int(e["id"]): e for e in overview["history"]}
     for raw in overview["retained"]:
         pointer = CheckpointPointer.from_dict(raw)
@@ -255,8 +269,8 @@ def history(
     }
 
 
-def _pointer(replica: Replica, job_id: str, checkpoint_id: int | None) -> CheckpointPointer:
-    retained = _retained(replica, job_id)
+def _pointer(request: Request, job_id: str, checkpoint_id: int | None) -> CheckpointPointer:
+    retained = _retained(request, job_id)
     if checkpoint_id is None:
         if not retained:
             raise UnknownCheckpointIdError(f"job {job_id!r} retains no checkpoint")
@@ -273,7 +287,7 @@ def verify(job_id: str, checkpoint_id: int, request: Request) -> dict[str, Any]:
     exists with its recorded size."""
     replica = _replica(request)
     _reader(request).job(job_id)  # 404 for an unknown job
-    pointer = _pointer(replica, job_id, checkpoint_id)
+    pointer = _pointer(request, job_id, checkpoint_id)
     try:
         checkpoint = replica.storage.read_metadata(pointer.metadata_uri)
         checks = replica.storage.verify(checkpoint)
@@ -328,7 +342,7 @@ def restore_preview(
         )
     except InvalidCheckpointValue as exc:
         raise InvalidRequestError(f"parallelism {parallelism}: {exc}") from exc
-    pointer = _pointer(replica, job_id, checkpoint_id)
+    pointer = _pointer(request, job_id, checkpoint_id)
     checkpoint = replica.storage.read_metadata(pointer.metadata_uri)
     plan = plan_restore(checkpoint, rescaled)
     return {
