@@ -168,13 +168,18 @@ def test_a_thousand_checkpoints_page_on_a_follower(
         client.register_job(make_graph(JOB), {"interval_ms": 3_600_000})
     # 1,000 retained checkpoints as the store keeps them: pointers in ZooKeeper.
     now = int(time.time() * 1000)
-    for i in range(1, 1001):
-        trigger = now - (1001 - i) * 1000
-        pointer = CheckpointPointer(
-            JOB, i, CheckpointKind.CHECKPOINT, trigger, trigger + 20 + i % 40,
-            f"/nowhere/{JOB}/chk-{i}/_metadata", state_size=4096 + 8 * i,
-        )  # fmt: skip
-        observer.client.create(observer.paths.checkpoint(JOB, i), pointer.to_bytes(), makepath=True)
+    observer.retry(observer.client.ensure_path, observer.paths.job_checkpoints(JOB))
+    for batch in range(10):  # 10 transactions of 100: few round trips on a loaded machine
+        transaction = observer.client.transaction()
+        for i in range(batch * 100 + 1, batch * 100 + 101):
+            trigger = now - (1001 - i) * 1000
+            pointer = CheckpointPointer(
+                JOB, i, CheckpointKind.CHECKPOINT, trigger, trigger + 20 + i % 40,
+                f"/nowhere/{JOB}/chk-{i}/_metadata", state_size=4096 + 8 * i,
+            )  # fmt: skip
+            transaction.create(observer.paths.checkpoint(JOB, i), pointer.to_bytes())
+        results = transaction.commit()
+        assert not [r for r in results if isinstance(r, Exception)], results
 
     browser.open(f"{follower.address}/ui/#/jobs/{JOB}/checkpoints")
     browser.wait(
