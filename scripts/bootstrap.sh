@@ -52,3 +52,31 @@ install_promtool() {  # promtool and the Prometheus server check the alert rules
         exit 1
     fi
 }
+
+install_chromium() {  # headless Chromium and its chromedriver drive the UI tests (tests/ui)
+    command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 && return 0
+    local sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null 2>&1 || {
+            echo "sparkpoint: chromium is missing; install it with: apt-get install -y chromium chromium-driver" >&2
+            exit 1
+        }
+        sudo="sudo -n"
+    fi
+    echo "sparkpoint: installing Debian's chromium and chromium-driver (UI tests)" >&2
+    local policy=/usr/sbin/policy-rc.d own_policy=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+        $sudo chmod 755 "$policy"
+        own_policy=1
+    fi
+    local status=0
+    { $sudo apt-get update -qq \
+        && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends chromium chromium-driver; } >/dev/null || status=$?
+    if [ -n "$own_policy" ]; then $sudo rm -f "$policy"; fi
+    if [ "$status" != 0 ] || ! command -v chromedriver >/dev/null 2>&1; then
+        echo "sparkpoint: installing chromium failed; try: apt-get install -y chromium chromium-driver" >&2
+        exit 1
+    fi
+}

@@ -4,5 +4,6 @@
 source "$(dirname "$0")/bootstrap.sh"
 sync_venv
 install_promtool
+install_chromium
 .venv/bin/ruff check src tests bench
 exec .venv/bin/python -m pytest "$@"

@@ -309,7 +309,11 @@ class CheckpointCoordinator:
                 return AckResult(checkpoint_id, CheckpointStatus.IN_PROGRESS, remaining)
             pending.acknowledge(batch, now)
             self.stats.report_acknowledged(
-                checkpoint_id, pending.acknowledged_subtasks, pending.state_size, now
+                checkpoint_id,
+                pending.acknowledged_subtasks,
+                pending.state_size,
+                now,
+                [(a.operator_uid, a.subtask, a.state.state_size) for a in batch],
             )
             if not pending.is_fully_acknowledged:
                 remaining = pending.total_subtasks - pending.acknowledged_subtasks
