@@ -60,8 +60,8 @@ install_promtool() {  # promtool and the Prometheus server check the alert rules
 }
 
 install_podman() {  # the image build and the chart-in-containers test
-    command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 \
+    command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && command -v catatonit >/dev/null 2>&1 \
         && command -v debootstrap >/dev/null 2>&1 && return 0
     install_debian_packages "podman, runc and debootstrap for the image" \
-        podman runc debootstrap containernetworking-plugins uidmap
+        podman runc catatonit debootstrap containernetworking-plugins uidmap
 }

@@ -68,3 +68,39 @@ def run_command(
     except (OSError, HAError) as exc:  # port in use, storage not writable, no ZooKeeper
         raise click.ClickException(str(exc)) from exc
     sys.exit(status)
+
+
+@coordinator_group.command("check")
+@click.option(
+    "--coordinator",
+    "address",
+    required=True,
+    envvar="SPARKPOINT_COORDINATOR",
+    metavar="HOST:PORT",
+    help="Any replica's REST address, e.g. the Service's.",
+)
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per call.")
+def check_command(address: str, timeout: float) -> None:
+    """Exit 0 when the published leader answers its /readyz with 200, else 1.
+
+    For `helm test` and scripts: asks ADDRESS who leads, then asks the leader itself.
+    """
+    import httpx
+
+    from sparkpoint.client.transport import normalise
+
+    base = normalise(address)
+    try:
+        with httpx.Client(timeout=timeout) as http:
+            info = http.get(f"{base}/v1/leader").raise_for_status().json()
+            leader = info.get("leader") or {}
+            if not leader.get("address"):
+                raise click.ClickException(f"{base}: no coordinator is leader")
+            ready = http.get(f"{normalise(leader['address'])}/readyz")
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"{exc}") from exc
+    if ready.status_code != 200:
+        raise click.ClickException(
+            f"leader {leader['address']} is not ready: {ready.status_code} {ready.text[:200]}"
+        )
+    click.echo(f"leader {leader.get('instance_id')} at {leader['address']} is ready")
