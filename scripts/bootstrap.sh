@@ -60,8 +60,12 @@ install_promtool() {  # promtool and the Prometheus server check the alert rules
 }
 
 install_podman() {  # the image build and the chart-in-containers test
-    command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && command -v catatonit >/dev/null 2>&1 \
-        && command -v debootstrap >/dev/null 2>&1 && return 0
+    local tool missing=""
+    for tool in podman runc catatonit debootstrap iptables; do
+        command -v "$tool" >/dev/null 2>&1 || missing=1
+    done
+    [ -n "$missing" ] || return 0
+    # catatonit: podman's pause image for pods; the CNI plugins and iptables: pod networks.
     install_debian_packages "podman, runc and debootstrap for the image" \
-        podman runc catatonit debootstrap containernetworking-plugins uidmap
+        podman runc catatonit debootstrap containernetworking-plugins iptables uidmap
 }

@@ -31,6 +31,8 @@ work="$ROOT/build/image"
 mkdir -p "$work"
 
 log() { echo "build-image: $*" >&2; }
+# pip for `pip wheel` (uv has none): the machine's, else a throwaway one through uv.
+pip_() { if python3 -m pip --version >/dev/null 2>&1; then python3 -m pip "$@"; else uv tool run --quiet pip "$@"; fi; }
 
 image_hash() {  # the label value of an image, or nothing
     podman image inspect --format '{{ index .Labels "org.sparkpoint.content-hash" }}' "$1" 2>/dev/null || true
@@ -73,7 +75,7 @@ build_coordinator() {
     uv export --frozen --no-dev --no-emit-project --no-hashes --quiet \
         --format requirements-txt -o "$context/requirements.txt"
     log "making wheels"
-    python3 -m pip wheel --quiet --disable-pip-version-check --no-deps \
+    pip_ wheel --quiet --disable-pip-version-check --no-deps \
         -r "$context/requirements.txt" -w "$context/wheels"
     uv build --wheel --quiet -o "$context/wheels" >/dev/null
     log "building $tag from $from"
