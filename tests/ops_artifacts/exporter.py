@@ -41,6 +41,12 @@ def record_samples() -> None:
         metrics.CHECKPOINT_INTERVAL.labels(job_id=job).set(10)
         metrics.RESTORES.labels(job_id=job).inc(1)
         metrics.RESTORE_FALLBACKS.labels(job_id=job).inc(0)
+        metrics.ORPHAN_DIRECTORIES.labels(job_id=job).set(1)
+        metrics.ORPHAN_BYTES.labels(job_id=job).set(2048)
+        metrics.ORPHAN_DIRECTORIES_REMOVED.labels(job_id=job).inc(3)
+        metrics.ORPHAN_BYTES_REMOVED.labels(job_id=job).inc(6144)
+        metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job).inc(0)
+    metrics.ORPHAN_SCANS.inc(5)
     # A job that ended: its series are gone from the page.
     metrics.CHECKPOINTS_TRIGGERED.labels(job_id="ended").inc()
     metrics.remove_job("ended")

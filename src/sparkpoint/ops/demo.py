@@ -160,6 +160,10 @@ class Demo:
             "high-availability.lease.takeover-timeout": f"{opts.takeover_timeout_s} s",
             "state.checkpoints.dir": str(self.checkpoint_dir),
             "state.savepoints.dir": str(opts.directory / "savepoints"),
+            # A leader killed every few seconds leaves an orphan each time: collect them
+            # within the demo's lifetime, not after the product's ten minutes.
+            "state.checkpoints.orphan-cleanup.grace-period": "3 s",
+            "state.checkpoints.orphan-cleanup.interval": "500 ms",
         }
         command = [sys.executable, "-m", "sparkpoint", "coordinator", "run",
                    "--zookeeper", self.zk.connect_string, "--cluster-id", CLUSTER,
