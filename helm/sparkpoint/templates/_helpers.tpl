@@ -60,8 +60,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Release.Name .Values.zookeeper.clusterId }}
 {{- end }}
 
+{{- /* repository:tag, pinned by @digest when image.digest is set. */}}
 {{- define "sparkpoint.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- with .Values.image.digest }}@{{ . }}{{ end }}
 {{- end }}
 
 {{/* The sparkpoint configuration file: Flink-like keys, the chart's first, then `config`. */}}
