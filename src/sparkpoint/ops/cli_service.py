@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import click
 
 from sparkpoint.ha import HAError
+from sparkpoint.ops import logs
 from sparkpoint.ops.cli_common import (
     load,
     parse_sets,
@@ -27,6 +27,14 @@ def coordinator_group() -> None:
 @zookeeper_options
 @click.option("--port", type=int, default=None, help="REST port (rest.port).")
 @click.option("--embedded", is_flag=True, help="No ZooKeeper: high-availability.type none.")
+@click.option(
+    "--log-level", type=click.Choice(logs.LEVELS), default="info", show_default=True,
+    envvar="SPARKPOINT_LOG_LEVEL", help="Least severe level logged.",
+)  # fmt: skip
+@click.option(
+    "--log-format", type=click.Choice(logs.FORMATS), default="text", show_default=True,
+    envvar="SPARKPOINT_LOG_FORMAT", help="json: one JSON object per line.",
+)  # fmt: skip
 def run_command(
     *,
     config_file: str | None,
@@ -36,11 +44,15 @@ def run_command(
     root: str | None,
     port: int | None,
     embedded: bool,
+    log_level: str,
+    log_format: str,
 ) -> None:
     """Contend for leadership and, as leader, checkpoint every registered job.
 
     Configuration: FILE < SPARKPOINT_… environment < --set and flags. Every key is listed
-    in docs/service.md. SIGTERM releases leadership at once and exits 0.
+    in docs/service.md. Without --config: the file SPARKPOINT_CONFIG names, else
+    ~/.config/sparkpoint/sparkpoint.yaml, else /etc/sparkpoint/sparkpoint.yaml. SIGTERM
+    releases leadership at once and exits 0.
 
     \b
     sparkpoint coordinator run --zookeeper zk:2181 --cluster-id prod \\
@@ -55,12 +67,7 @@ def run_command(
     if embedded:
         overrides["high-availability.type"] = "none"
     config = load(config_file, overrides)
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    logging.getLogger("kazoo.client").setLevel(logging.WARNING)
+    logs.configure(log_level, log_format)
     from sparkpoint.service import run  # the server stack only when a replica runs
 
     try:
