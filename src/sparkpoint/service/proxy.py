@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 
-import httpx
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
@@ -34,6 +33,8 @@ def wanted(request: Request) -> bool:
 
 
 async def forward(request: Request, leader_address: str) -> Response:
+    import httpx  # only a follower asked to forward needs it: replicas start without it
+
     url = leader_address.rstrip("/") + request.url.path
     if request.url.query:
         url += f"?{request.url.query}"
