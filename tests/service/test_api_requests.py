@@ -238,6 +238,14 @@ def test_follower_redirects_and_answers_status(
             moved = f.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0, "run_id": run})
             assert moved.status_code == 307
             assert moved.headers["location"] == f"{service.address}/v1/jobs/{JOB}/heartbeat"
+            # Asked to, the follower forwards the call and returns the leader's answer.
+            forwarded = f.post(
+                f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0, "run_id": run},
+                headers={"Sparkpoint-Proxy": "allow"},
+            )  # fmt: skip
+            assert forwarded.status_code == 200, forwarded.text
+            direct = http.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0, "run_id": run})
+            assert forwarded.json()["leader_epoch"] == direct.json()["leader_epoch"]
             jobs = f.get("/v1/jobs").json()["jobs"]
             assert [j["job_id"] for j in jobs] == [JOB]
             overview = f.get(f"/v1/jobs/{JOB}/checkpoints").json()
@@ -248,11 +256,12 @@ def test_follower_redirects_and_answers_status(
             refused(f.get(f"/v1/jobs/{JOB}/checkpoints/12345"), 404, "unknown_checkpoint")
             refused(f.get("/v1/jobs/nope"), 404, "unknown_job")
             assert f.get("/readyz").status_code == 200
-            # The client: a dead address, then the follower; it ends up at the leader.
+            # The client: a dead address, then the follower, which forwards its calls to
+            # the leader (the client asks it to: Sparkpoint-Proxy: allow).
             dead = f"127.0.0.1:{free_port()}"
             with CoordinatorClient([dead, follower.address], retry_for_s=10) as client:
                 beat = client.heartbeat(JOB, 0, run_id=run)
-                assert client.leader_address == service.address
+                assert client.leader_address == follower.address
                 assert [n.checkpoint_id for n in beat.notifications if n.type == "complete"] == [
                     cid
                 ]

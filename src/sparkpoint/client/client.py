@@ -50,7 +50,8 @@ class CoordinatorClient:
 
     @property
     def leader_address(self) -> str | None:
-        """The leader's address as last learnt (from a redirect or a leader-only answer)."""
+        """Where leader-only calls go now: the leader's address as last learnt (from a
+        redirect or a leader-only answer), or a follower that forwards them."""
         return self._transport.leader
 
     def close(self) -> None:

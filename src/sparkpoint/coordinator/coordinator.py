@@ -103,7 +103,7 @@ class CheckpointCoordinator:
             tracker=self._tracker,
             outbox=self.outbox,
             stats=self.stats,
-            metrics=JobMetrics(graph.job_id),
+            metrics=JobMetrics(graph.job_id, interval_ms=options.interval_ms),
             failures=FailureCounter(options.tolerable_failures),
             cleanup=self.cleanup,
             storage=storage,
@@ -229,8 +229,10 @@ class CheckpointCoordinator:
             return aborted
 
     def close(self, timeout: float = 10.0) -> bool:
-        """:meth:`stop`, then let queued deletions finish (if this coordinator owns them)."""
+        """:meth:`stop`, then let queued deletions finish (if this coordinator owns them).
+        The job's metric series go: this coordinator no longer reports on it."""
         self.stop()
+        self._state.metrics.remove()
         return self.cleanup.close(timeout) if self._owns_cleanup else True
 
     # --- triggering -----------------------------------------------------------------------

@@ -29,6 +29,7 @@ from sparkpoint.coordinator import (
 )
 from sparkpoint.ha import HAError
 from sparkpoint.recovery import CheckpointLoadError, RestoreValidationError
+from sparkpoint.service import proxy
 from sparkpoint.service.errors import (
     InvalidRequestError,
     JobGraphConflictError,
@@ -86,6 +87,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(NotLeaderError)
     async def not_leader(request: Request, exc: NotLeaderError) -> Response:
+        if exc.leader_address and proxy.wanted(request):
+            return await proxy.forward(request, exc.leader_address)
         return _not_leader(request, exc)
 
     @app.exception_handler(ServiceError)
