@@ -75,3 +75,16 @@ install_chromium() {  # headless Chromium and its chromedriver drive the UI test
     install_debian_packages "headless Chromium for the UI tests" chromium chromium-driver
     command -v chromedriver >/dev/null 2>&1 || { echo "sparkpoint: chromedriver still missing" >&2; exit 1; }
 }
+
+install_connector_servers() {  # RabbitMQ and PostgreSQL: the connector tests and demo
+    local pg_ctl
+    pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | tail -n 1 || true)
+    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && [ -n "$pg_ctl" ] \
+        && command -v epmd >/dev/null 2>&1 && return 0
+    # Their services stay off: the tests and the demo start their own servers on free
+    # ports in temporary directories.
+    install_debian_packages "RabbitMQ and PostgreSQL for the connectors" rabbitmq-server postgresql
+    pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | tail -n 1 || true)
+    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && [ -n "$pg_ctl" ] || {
+        echo "sparkpoint: rabbitmq-server or PostgreSQL's pg_ctl still missing" >&2; exit 1; }
+}

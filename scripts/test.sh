@@ -4,6 +4,7 @@
 source "$(dirname "$0")/bootstrap.sh"
 sync_venv
 install_promtool
+install_connector_servers
 install_chromium
 install_podman
 # The images the chart-in-containers test runs; rebuilt only when their inputs change.

@@ -154,3 +154,10 @@ def remove_job(job_id: str) -> None:
     for metric in PER_JOB:
         with contextlib.suppress(KeyError):  # never recorded for this job
             metric.remove(job_id)
+
+# --- pipeline connectors ------------------------------------------------------------------
+SOURCE_DEAD_LETTERED = Counter(
+    "sparkpoint_source_dead_lettered_total",
+    "Messages a queue source moved to its dead-letter queue (undecodable, or without an id).",
+    ["source", "reason"],
+)

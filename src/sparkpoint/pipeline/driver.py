@@ -157,8 +157,10 @@ class PipelineDriver:
             self._warm_up()
             log.info("job %s: standby run %s waiting", self.graph.job_id, self.status.run_id)
             self.channel.wait_for_grant()
+        self._sink.bind(self.graph.job_id, self.pipeline.sink_uid)
         restored = self.channel.restore(self.graph, self._restore_from)
         if restored is None:
+            self._sink.restore([])  # no checkpoint owns any earlier transaction
             self.state = self._load_state(
                 tuple(
                     SubtaskRestore(i, key_group_range_for_subtask(self._m, self._p, i))
@@ -242,6 +244,7 @@ class PipelineDriver:
 
     def _on_complete(self, notice: CheckpointCompleted) -> None:
         committed = self._sink.commit_up_to(notice.checkpoint_id)
+        self._source.notify_checkpoint_complete(notice.checkpoint_id)
         self._function_notices.append(("complete", notice.checkpoint_id))
         self.status.completed.append(notice.checkpoint_id)
         if notice.kind is CheckpointKind.CHECKPOINT:
@@ -354,6 +357,7 @@ class PipelineDriver:
         cid = trigger.checkpoint_id
         location = self._location(trigger)
         self._sink.pre_commit(cid)
+        self._source.snapshot_state(cid)
         snapshot = SnapshotTask(location, self.pipeline.process_uid, self._p, self._m)
         results = dict(self.state.mapPartitionsWithIndex(snapshot).collect())
         declined = [(i, r) for i, r in sorted(results.items()) if isinstance(r, str)]
