@@ -94,7 +94,7 @@ def demo(
                 f"[bold green]{event['leader']}[/] leads with epoch {event['epoch']}{extra}"
             )
         elif kind == "killed":
-            console.log(f"[bold red]SIG{event['signal']}[/] sent to {event['coordinator']}")
+            console.log(f"[bold red]{event['signal']}[/] sent to {event['coordinator']}")
         elif kind == "checkpoint":
             console.log(f"checkpoint {event['checkpoint_id']} completed (epoch {event['epoch']})")
         elif kind == "zookeeper":
