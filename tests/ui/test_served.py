@@ -40,6 +40,8 @@ def test_leader_and_follower_serve_the_ui_and_its_endpoints(replicas) -> None:
             roles = {r["instance_id"]: r["role"] for r in cluster["replicas"]}
             assert roles == {leader.name: "leader", follower.name: "follower"}
 
+            (job,) = ui("jobs").json()["jobs"]
+            assert job["driver_run"], job  # the run the registration issued
             history = ui(f"jobs/{JOB}/history", limit=1).json()
             assert history["total"] >= 1 and len(history["page"]) == 1
             assert history["source"] == ("leader" if role == "leader" else "zookeeper")

@@ -61,7 +61,7 @@ class LeadershipHistory:
                 self._add(seen, None, None, "leading when this replica started watching", now)
                 return
             if current is not None:
-                self._add(seen, current, current.renewed_ms, "took over (lease lapsed)", now)
+                self._add(seen, current, current.renewed_ms, "took over (no renewal)", now)
             else:
                 assert self._vacated is not None
                 old, _gone_ms = self._vacated
