@@ -10,6 +10,7 @@ from sparkpoint.client.errors import (
     Conflict,
     Invalid,
     NotFound,
+    Superseded,
     Unavailable,
 )
 from sparkpoint.client.models import Heartbeat, Notification, RestoreResponse
@@ -23,6 +24,7 @@ __all__ = [
     "NotFound",
     "Notification",
     "RestoreResponse",
+    "Superseded",
     "Unavailable",
     "state_to_dict",
 ]

@@ -21,6 +21,11 @@ class Conflict(ClientError):
     """409: the checkpoint finished, the ack is a duplicate, the graph conflicts, …"""
 
 
+class Superseded(Conflict):
+    """409 ``run_superseded``: this driver run is no longer the job's current one (a newer
+    run registered); the message names both runs. The driver must stop."""
+
+
 class Invalid(ClientError):
     """422 (or another 4xx): the request is malformed or names something not awaited."""
 
@@ -33,6 +38,8 @@ def error_for(status: int, code: str, message: str) -> ClientError:
     if status == 404:
         return NotFound(status, code, message)
     if status == 409:
+        if code == "run_superseded":
+            return Superseded(status, code, message)
         return Conflict(status, code, message)
     if status == 503:
         return Unavailable(status, code, message)

@@ -36,7 +36,11 @@ class Transport:
             raise ValueError("at least one coordinator address is needed")
         self.addresses = [normalise(a) for a in addresses]
         self.retry_for_s = retry_for_s
-        self._http = httpx.Client(timeout=timeout_s, follow_redirects=False)
+        # Followers forward leader-only calls for us (one address is enough, e.g. a
+        # Kubernetes Service whose pods' own names this machine cannot resolve).
+        self._http = httpx.Client(
+            timeout=timeout_s, follow_redirects=False, headers={"Sparkpoint-Proxy": "allow"}
+        )
         self._leader: str | None = None
 
     @property
