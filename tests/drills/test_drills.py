@@ -76,3 +76,26 @@ def test_zookeeper_loss_one_server_then_the_quorum(tmp_path: Path) -> None:
     assert back["time_to_leader_s"] is not None and back["time_to_checkpoint_s"] is not None
     assert all(i["ok"] for it in report["iterations"] for i in it["invariants"])
     assert_written(report_dir, report)
+
+
+def test_chaos_the_leader_cut_off_from_zookeeper_then_its_replies_dropped(
+    tmp_path: Path,
+) -> None:
+    # Seed 4 over these two faults: the cut-off first, then the lost replies.
+    code, report, report_dir = drill(tmp_path, "chaos", "--workload", "driver",
+                                     "--iterations", "2", "--seed", "4", "--interval", "0",
+                                     "--fault", "zookeeper-cut-off",
+                                     "--fault", "zookeeper-replies-dropped")  # fmt: skip
+    assert code == 0, report["violations"]
+    first, second = report["iterations"]
+    assert first["notes"]["fault"] == "zookeeper-cut-off"
+    assert second["notes"]["fault"] == "zookeeper-replies-dropped"
+    for it in report["iterations"]:
+        assert it["new_epoch"] > it["old_epoch"] and it["time_to_checkpoint_s"] > 0
+        assert {i["name"] for i in it["invariants"]} >= {
+            "single_leader", "old_leader_rejoined", "each_checkpoint_completed_once",
+            "latest_checkpoint_restorable", "no_checkpoint_directory_outlives_grace"}  # fmt: skip
+    assert report["config"]["zookeeper_fault_proxies"] is True
+    assert report["config"]["num_retained"] == 1
+    assert report["config"]["tolerable_failed_checkpoints"] == 0
+    assert_written(report_dir, report)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,6 +25,7 @@ from sparkpoint.client import (
     Conflict,
     CoordinatorClient,
     NotFound,
+    Notification,
     Superseded,
     Unavailable,
 )
@@ -42,7 +43,8 @@ log = logging.getLogger(__name__)
 
 
 class RemoteChannel:
-    """``addresses``: ``host:port`` of any coordinator replicas."""
+    """``addresses``: ``host:port`` of any coordinator replicas. ``on_notice`` sees every
+    notice as the coordinator sent it (a drill records completions from it)."""
 
     def __init__(
         self,
@@ -51,8 +53,10 @@ class RemoteChannel:
         checkpoint_config: dict[str, Any] | None = None,
         timeout_s: float = 5.0,
         retry_for_s: float = 60.0,
+        on_notice: Callable[[Notification], None] | None = None,
     ) -> None:
         self.client = CoordinatorClient(addresses, timeout_s=timeout_s, retry_for_s=retry_for_s)
+        self._on_notice = on_notice
         self._config = dict(checkpoint_config or {})
         self._job_id: str | None = None
         self._run_id: str | None = None
@@ -141,6 +145,8 @@ class RemoteChannel:
         notices: list[ChannelNotice] = []
         for n in beat.notifications:
             self._seq = max(self._seq, n.seq)
+            if self._on_notice is not None:
+                self._on_notice(n)
             if n.type == "trigger" and n.directory:
                 kind = CheckpointKind(n.kind)
                 notices.append(TriggerCheckpoint(n.checkpoint_id, kind, n.directory, n.stop))

@@ -22,9 +22,10 @@ import httpx
 
 from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders
+from sparkpoint.ops.drills.faults import ProxyGroup, parse_quorum
 from sparkpoint.ops.drills.replicas import LocalReplica, ReplicaSettings, local_pid_of
 from sparkpoint.ops.drills.workload import AckDriver, ClicksPipeline, Workload, wait_started
-from sparkpoint.ops.zookeeper import LocalZooKeeper
+from sparkpoint.ops.zookeeper import LocalZooKeeper, ZooKeeperLaunchError
 
 
 class DrillError(RuntimeError):
@@ -74,12 +75,23 @@ class LocalCluster:
     settings: ReplicaSettings = field(default_factory=ReplicaSettings)
     pipeline: bool = True
     replicas_count: int = 3
+    # Each replica reaches ZooKeeper through its own fault proxies (one per server), so a
+    # drill can cut one replica off, or swallow its replies, and no one else.
+    zookeeper_proxies: bool = False
 
     def start(self) -> LocalCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
         # A short tick lets the ensemble accept short sessions and re-elect quickly.
         self.zk = LocalZooKeeper(self.directory / "zookeeper", servers=3, tick_time_ms=200)
-        self.zk.start()
+        try:
+            self.zk.start()
+        except ZooKeeperLaunchError as exc:
+            raise DrillError(f"ZooKeeper did not start: {exc}") from exc
+        servers = parse_quorum(self.zk.connect_string)
+        self.proxies = {
+            f"coordinator-{i + 1}": ProxyGroup(servers).start()
+            for i in range(self.replicas_count if self.zookeeper_proxies else 0)
+        }
         cluster_id = f"drill-{uuid.uuid4().hex[:8]}"
         self.conn = ZooKeeperConnection(
             ZooKeeperSettings(
@@ -90,10 +102,12 @@ class LocalCluster:
         ).start()
         self.replicas = [
             LocalReplica(
-                f"coordinator-{i + 1}", self.directory / "replicas", self.zk.connect_string,
+                name, self.directory / "replicas",
+                self.proxies[name].connect_string if name in self.proxies
+                else self.zk.connect_string,
                 cluster_id, self.directory / "checkpoints", self.settings,
             ).start()
-            for i in range(self.replicas_count)
+            for name in (f"coordinator-{i + 1}" for i in range(self.replicas_count))
         ]  # fmt: skip
         _wait(lambda: sum(_state_of(r.address).get("ready") is True for r in self.replicas)
               == len(self.replicas), 60, "every replica ready")  # fmt: skip
@@ -138,11 +152,19 @@ class LocalCluster:
               and _state_of(replica.address).get("ready") is True,
               timeout, f"{instance_id} back as a ready follower")  # fmt: skip
 
+    def zookeeper_link(self, instance_id: str) -> ProxyGroup:
+        """The proxies between this replica and the ensemble."""
+        if instance_id not in self.proxies:
+            raise DrillError(f"{instance_id!r} reaches ZooKeeper directly (no fault proxy)")
+        return self.proxies[instance_id]
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.workload.abort()
         for replica in getattr(self, "replicas", []):
             replica.stop()
+        for group in getattr(self, "proxies", {}).values():
+            group.close()
         if hasattr(self, "conn"):
             self.conn.close()
         if hasattr(self, "zk"):

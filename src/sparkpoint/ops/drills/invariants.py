@@ -103,3 +103,116 @@ def _result(name: str, problems: list[str], summary: str) -> Invariant:
         )
         return Invariant(name, False, shown)
     return Invariant(name, True, summary)
+
+
+# --- the chaos drill's checkers ------------------------------------------------------------
+
+COMPLETIONS_UNIQUE = "each_checkpoint_completed_once"
+LATEST_RESTORABLE = "latest_checkpoint_restorable"
+NO_STALE_DIRECTORIES = "no_checkpoint_directory_outlives_grace"
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionNotice:
+    """A completion as a driver was told it (one per notice received, never merged)."""
+
+    checkpoint_id: int
+    metadata_uri: str | None
+    receiver: str = ""  # which driver run heard it (a process id, a thread name)
+
+
+def check_completions_unique(notices: Sequence[CompletionNotice]) -> Invariant:
+    """Every checkpoint id is announced complete once, with one pointer. The notices are
+    counted as received: an id announced twice — to one driver or to two — means two
+    leaders (or one leader twice) finalised it, and two different `_metadata` locations
+    for one id mean two different cuts share it."""
+    problems: list[str] = []
+    by_id: dict[int, list[CompletionNotice]] = {}
+    for n in notices:
+        by_id.setdefault(n.checkpoint_id, []).append(n)
+    for cid, seen in sorted(by_id.items()):
+        uris = sorted({str(n.metadata_uri) for n in seen})
+        if len(uris) > 1:
+            problems.append(f"checkpoint {cid} completed with {len(uris)} pointers {uris}")
+        elif len(seen) > 1:
+            receivers = sorted({n.receiver for n in seen})
+            problems.append(f"checkpoint {cid} completed {len(seen)} times (to {receivers})")
+    return _result(COMPLETIONS_UNIQUE, problems,
+                   f"{len(notices)} completion notices, {len(by_id)} ids")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreCheck:
+    """What was found when loading the latest retained checkpoint as a restore would:
+    the pointer in ZooKeeper, the `_metadata` it names, every state file it lists, and
+    the restore plan made from it for the job's graph."""
+
+    checkpoint_id: int | None  # None: nothing retained
+    metadata_uri: str = ""
+    recorded_checksum: str = ""
+    read_checksum: str | None = None  # None: `_metadata` could not be read
+    load_error: str = ""
+    files: int = 0
+    file_problems: tuple[str, ...] = ()
+    plan_error: str = ""
+    planned_subtasks: int = 0
+
+
+def check_latest_restorable(check: RestoreCheck, *, expect_one: bool = True) -> Invariant:
+    """The latest retained checkpoint loads, matches the checksum recorded at completion,
+    has every state file it lists at its recorded size, and yields a restore plan."""
+    problems: list[str] = []
+    if check.checkpoint_id is None:
+        if expect_one:
+            problems.append("no retained checkpoint to restore from")
+        return _result(LATEST_RESTORABLE, problems, "nothing retained")
+    where = f"checkpoint {check.checkpoint_id} ({check.metadata_uri})"
+    if check.read_checksum is None:
+        problems.append(f"{where}: cannot load: {check.load_error or 'unreadable'}")
+    elif check.recorded_checksum and check.read_checksum != check.recorded_checksum:
+        problems.append(f"{where}: _metadata checksum {check.read_checksum}, recorded "
+                        f"{check.recorded_checksum}")  # fmt: skip
+    if check.file_problems:
+        problems.append(f"{where}: {len(check.file_problems)} of {check.files} state files "
+                        f"bad: {list(check.file_problems[:3])}")  # fmt: skip
+    if check.read_checksum is not None and check.plan_error:
+        problems.append(f"{where}: no restore plan: {check.plan_error}")
+    return _result(LATEST_RESTORABLE, problems,
+                   f"checkpoint {check.checkpoint_id}: {check.files} state files verified, "
+                   f"plan for {check.planned_subtasks} subtasks")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointDirectory:
+    checkpoint_id: int
+    age_s: float  # since anything in it last changed
+    has_files: bool = True
+    path: str = ""
+
+
+def check_no_stale_directories(
+    directories: Sequence[CheckpointDirectory],
+    retained: Iterable[int],
+    pending: Iterable[int],
+    grace_s: float,
+) -> Invariant:
+    """No ``chk-<id>`` directory older than the grace period unless ZooKeeper retains it,
+    the leader has it pending, or the running job may still use it (the newest directory,
+    and the newest one holding files: the driver's latest snapshot, completed or not —
+    docs/architecture.md): anything else is an orphan the collector should have removed
+    (a failover's half-written checkpoint, a declined or expired one)."""
+    keep = set(retained) | set(pending)
+    if directories:
+        keep.add(max(d.checkpoint_id for d in directories))
+    with_files = [d.checkpoint_id for d in directories if d.has_files]
+    if with_files:
+        keep.add(max(with_files))
+    stale = sorted(
+        (d for d in directories if d.checkpoint_id not in keep and d.age_s > grace_s),
+        key=lambda d: d.checkpoint_id,
+    )
+    problems = [f"{len(stale)} orphan directories older than {grace_s:g} s: "
+                + ", ".join(f"chk-{d.checkpoint_id} ({d.age_s:.0f} s)" for d in stale[:8])
+                ] if stale else []  # fmt: skip
+    return _result(NO_STALE_DIRECTORIES, problems,
+                   f"{len(directories)} directories, kept {sorted(keep)[-5:]}")  # fmt: skip

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sparkpoint.ops.drills import phases
 from sparkpoint.ops.drills.cluster import DrillError, Target
 from sparkpoint.ops.drills.invariants import (
     Invariant,
@@ -115,6 +116,7 @@ def run_kill_leader(
             time_to_checkpoint_s=None if ckpt_at is None else ckpt_at - signalled,
             old_epoch=epoch, new_epoch=new_epoch, new_leader=obs.leader_instance,
         )  # fmt: skip
+        result.phases = phases.measure(target, observer, obs, signalled, leader_at, max_before)
         target.restart(victim, options.deadline_s)
         obs = observer.snapshot()
         result.invariants = [

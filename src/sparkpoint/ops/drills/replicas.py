@@ -19,35 +19,39 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkpoint.config import CheckpointingSettings, StoreSettings, ZooKeeperSettings
 from sparkpoint.ops.zookeeper import free_port
+
+_ZK = ZooKeeperSettings()
+_CHECKPOINTING = CheckpointingSettings()
 
 
 @dataclass(frozen=True, slots=True)
 class ReplicaSettings:
-    """What every local replica is started with (``--set`` keys of ``coordinator run``)."""
+    """What every local replica is started with (``--set`` keys of ``coordinator run``).
 
-    session_timeout_s: float = 10.0
-    renew_interval_s: float = 0.2
-    takeover_timeout_s: float = 1.0
-    num_retained: int = 5
-    # A driver restarted while a checkpoint is pending may be sent that checkpoint's
-    # trigger again and decline it (its predecessor left a state file behind). The
-    # exactly-once check restarts the driver once, on purpose: tolerate a few declined
-    # checkpoints so the job is not marked failing for it (the next checkpoint completes).
-    tolerable_failed_checkpoints: int = 3
-    # Every kill leaves an orphan; collect it within the drill (the product waits 10 min).
+    The defaults are the product's own: a drill measures what a deployment gets, not a
+    cluster tuned for the drill."""
+
+    session_timeout_s: float = _ZK.session_timeout_s
+    renew_interval_s: float = _ZK.lease_renew_interval_s
+    takeover_timeout_s: float = _ZK.takeover_timeout_s
+    num_retained: int = StoreSettings().max_retained
+    tolerable_failed_checkpoints: int = _CHECKPOINTING.tolerable_failures
+    # Every failover leaves an orphan: the collector's grace period and scan interval are
+    # shortened so that it is collected, or shows as leaked, within the drill (the
+    # product's are 10 min and 1 min).
     orphan_grace_s: float = 3.0
+    orphan_scan_interval_s: float = 0.5
 
     def as_sets(self) -> dict[str, str]:
         return {
             "high-availability.zookeeper.client.session-timeout": f"{self.session_timeout_s:g} s",
-            "high-availability.zookeeper.client.retry-wait": "50 ms",
             "high-availability.lease.renew-interval": f"{self.renew_interval_s * 1000:g} ms",
             "high-availability.lease.takeover-timeout": f"{self.takeover_timeout_s:g} s",
             "state.checkpoints.num-retained": str(self.num_retained),
             "state.checkpoints.orphan-cleanup.grace-period": f"{self.orphan_grace_s:g} s",
-            "state.checkpoints.orphan-cleanup.interval": "500 ms",
-            "heartbeat.timeout": "10 s",
+            "state.checkpoints.orphan-cleanup.interval": f"{self.orphan_scan_interval_s:g} s",
             "execution.checkpointing.tolerable-failed-checkpoints": str(
                 self.tolerable_failed_checkpoints
             ),

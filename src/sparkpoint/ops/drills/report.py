@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.ops.drills.invariants import Invariant
+from sparkpoint.ops.drills.phases import PHASES
 
 
 @dataclass
@@ -24,6 +25,8 @@ class IterationResult:
     new_leader: str | None = None
     invariants: list[Invariant] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
+    # Where the time to the first checkpoint went (sparkpoint.ops.drills.phases).
+    phases: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -40,6 +43,7 @@ class IterationResult:
             "new_leader": self.new_leader,
             "invariants": [i.to_dict() for i in self.invariants],
             "ok": self.ok,
+            **({"phases": self.phases} if self.phases else {}),
             **({"notes": self.notes} if self.notes else {}),
         }
 
@@ -51,6 +55,9 @@ class DrillReport:
     iterations: list[IterationResult] = field(default_factory=list)
     # Checks over the whole run (ids over every iteration, exactly-once at the end).
     overall: list[Invariant] = field(default_factory=list)
+    # Checkpoints the drivers were told were aborted (declined, expired, superseded run):
+    # not a violation by themselves, but a failover should not cost any.
+    aborted: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def violations(self) -> list[str]:
@@ -67,7 +74,8 @@ class DrillReport:
         ckpt = [r.time_to_checkpoint_s for r in self.iterations
                 if r.time_to_checkpoint_s is not None]  # fmt: skip
         session = self.config.get("session_timeout_s")
-        out: dict[str, Any] = {"iterations": len(self.iterations)}
+        out: dict[str, Any] = {"iterations": len(self.iterations),
+                               "aborted_checkpoints": len(self.aborted)}  # fmt: skip
         for name, values in (("time_to_leader_s", leader), ("time_to_checkpoint_s", ckpt)):
             if values:
                 out[name] = {
@@ -79,6 +87,13 @@ class DrillReport:
                     out[name]["median_over_session_timeout"] = round(
                         statistics.median(values) / session, 3
                     )
+        medians = {
+            name: _round(statistics.median(values))
+            for name in PHASES
+            if (values := [v for r in self.iterations if (v := r.phases.get(name)) is not None])
+        }
+        if medians:
+            out["phases_median_s"] = medians
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +104,7 @@ class DrillReport:
             "figures": self.figures(),
             "iterations": [r.to_dict() for r in self.iterations],
             "overall": [i.to_dict() for i in self.overall],
+            "aborted_checkpoints": self.aborted,
             "violations": self.violations,
         }
 
@@ -134,8 +150,19 @@ class DrillReport:
                 ratio = (f" = {f['median_over_session_timeout']:.2f} x the {session:g} s session"
                          " timeout") if "median_over_session_timeout" in f else ""  # fmt: skip
                 lines.append(f"{label}: median {f['median']:.2f} s{ratio}, max {f['max']:.2f} s")
+        if "phases_median_s" in fig:
+            medians = ", ".join(f"{k} {v:.2f} s" for k, v in fig["phases_median_s"].items())
+            lines.append(f"phases (median): {medians}")
         for inv in self.overall:
             lines.append(f"{inv.name}: {'ok' if inv.ok else 'VIOLATED'} ({inv.detail})")
+        planned = self.config.get("planned_iterations")
+        if planned and planned != len(self.iterations):
+            lines.append(f"ran {len(self.iterations)} of {planned} planned iterations"
+                         + (" (time limit)" if "stopped_by_time_limit_s" in self.config
+                            else ""))  # fmt: skip
+        reasons = sorted({str(a.get("reason")) for a in self.aborted})
+        lines.append(f"checkpoints aborted: {len(self.aborted)}"
+                     + (f" ({'; '.join(reasons)[:300]})" if reasons else ""))  # fmt: skip
         lines.append("invariants: all held" if self.ok
                      else f"invariants: {len(self.violations)} VIOLATED")  # fmt: skip
         return lines
@@ -153,7 +180,12 @@ class DrillReport:
         import matplotlib.pyplot as plt
 
         xs = [r.iteration for r in self.iterations]
-        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+        with_phases = any(r.phases for r in self.iterations)
+        if with_phases:
+            fig, (ax, bars) = plt.subplots(2, 1, figsize=(8, 8), dpi=100, sharex=True)
+            self._plot_phases(bars)
+        else:
+            fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
         series = (
             ("time_to_leader_s", "to new leader", "o"),
             ("time_to_checkpoint_s", "to first checkpoint", "s"),
@@ -175,7 +207,7 @@ class DrillReport:
         from matplotlib.ticker import MaxNLocator
 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("iteration")
+        ax.set_xlabel("" if with_phases else "iteration")
         ax.set_ylabel("seconds after the signal")
         signal = self.config.get("signal", "")
         ax.set_title(f"sparkpoint drill {self.drill} {signal}".strip())
@@ -185,6 +217,20 @@ class DrillReport:
         fig.tight_layout()
         fig.savefig(path)
         plt.close(fig)
+
+    def _plot_phases(self, ax: Any) -> None:
+        """One stacked bar per iteration: where the time to the first checkpoint went."""
+        xs = [r.iteration for r in self.iterations]
+        bottom = [0.0] * len(xs)
+        for name in PHASES:
+            heights = [r.phases.get(name) or 0.0 for r in self.iterations]
+            ax.bar(xs, heights, bottom=bottom, label=name, width=0.8)
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("seconds after the fault")
+        ax.set_title("where the time to the first checkpoint went")
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=7, ncol=3)
 
     def write(self, directory: Path) -> dict[str, Path]:
         directory.mkdir(parents=True, exist_ok=True)

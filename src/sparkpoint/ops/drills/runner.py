@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkpoint.ops.drills.cluster import LocalCluster, RemoteTarget, Target
-from sparkpoint.ops.drills.invariants import check_ids_rising
+from sparkpoint.ops.drills.invariants import check_completions_unique, check_ids_rising
 from sparkpoint.ops.drills.observer import ClusterObserver
 from sparkpoint.ops.drills.replicas import ReplicaSettings
 from sparkpoint.ops.drills.report import DrillReport
+from sparkpoint.ops.drills.workload import aborts, completions
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,7 @@ class TargetSpec:
     restart_command: str | None = None
     job_id: str | None = None
     signal_command: str | None = None
+    zookeeper_proxies: bool = False
 
 
 def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
@@ -45,6 +47,7 @@ def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
         "renew_interval_s": s.renew_interval_s,
         "num_retained": s.num_retained,
         "tolerable_failed_checkpoints": s.tolerable_failed_checkpoints if spec.local else None,
+        "zookeeper_fault_proxies": spec.zookeeper_proxies,
     }  # fmt: skip
 
 
@@ -53,7 +56,8 @@ def drill_target(spec: TargetSpec) -> Iterator[tuple[Target, ClusterObserver]]:
     target: Target
     if spec.local:
         directory = spec.directory or Path(tempfile.mkdtemp(prefix="sparkpoint-drill-"))
-        target = LocalCluster(directory, spec.settings, pipeline=spec.pipeline)
+        target = LocalCluster(directory, spec.settings, pipeline=spec.pipeline,
+                              zookeeper_proxies=spec.zookeeper_proxies)  # fmt: skip
         try:
             target.start()
         except BaseException:
@@ -75,11 +79,16 @@ def drill_target(spec: TargetSpec) -> Iterator[tuple[Target, ClusterObserver]]:
 def finish(
     report: DrillReport, target: Target, observer: ClusterObserver, timeout: float = 300.0
 ) -> DrillReport:
-    """Whole-run checks: ids over every iteration, and the workload's exactly-once verdict."""
+    """Whole-run checks: ids over every iteration, the workload's exactly-once verdict,
+    and every completion the drivers heard (the last run's included) announced once."""
     report.overall.append(check_ids_rising(observer.completion_ids()))
     verdict = target.workload.finish(timeout)
     if verdict is not None:
         report.overall.append(verdict)
+    heard = target.workload.notices()
+    report.overall.append(check_completions_unique(completions(heard)))
+    report.aborted = [{"id": n.get("checkpoint_id"), "reason": n.get("reason")}
+                      for n in aborts(heard)]  # fmt: skip
     return report
 
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -31,7 +32,7 @@ from sparkpoint.checkpoint import (
     OperatorSubtaskState,
 )
 from sparkpoint.client import ClientError, CoordinatorClient
-from sparkpoint.ops.drills.invariants import Invariant, check_exactly_once
+from sparkpoint.ops.drills.invariants import CompletionNotice, Invariant, check_exactly_once
 
 
 class Workload(Protocol):
@@ -44,6 +45,21 @@ class Workload(Protocol):
         ...
 
     def abort(self) -> None: ...
+
+    def notices(self) -> list[dict[str, Any]]:
+        """Every notice the driver(s) received, in order, as sent (type, checkpoint_id,
+        metadata_uri, reason…), each with ``receiver``: which driver run heard it."""
+        ...
+
+
+def completions(notices: list[dict[str, Any]]) -> list[CompletionNotice]:
+    return [CompletionNotice(int(n["checkpoint_id"]), n.get("metadata_uri"),
+                             str(n.get("receiver", "")))
+            for n in notices if n.get("type") == "complete"]  # fmt: skip
+
+
+def aborts(notices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [n for n in notices if n.get("type") == "abort"]
 
 
 def _inline_state(subtask: int, parallelism: int, max_parallelism: int) -> OperatorSubtaskState:
@@ -62,6 +78,7 @@ class AckDriver:
     interval_ms: int = 300
     parallelism: int = 2
     errors: list[str] = field(default_factory=list)
+    received: list[dict[str, Any]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -98,6 +115,8 @@ class AckDriver:
                 continue
             for notice in beat.notifications:
                 seq = max(seq, notice.seq)
+                self.received.append({**dataclasses.asdict(notice), "receiver": "ack-driver",
+                                      "time": time.time()})  # fmt: skip
                 if notice.type == "trigger":
                     # A 404/409 means the checkpoint died with the old leader: expected.
                     with contextlib.suppress(ClientError):
@@ -107,6 +126,9 @@ class AckDriver:
     def finish(self, timeout: float) -> Invariant | None:
         self.abort()
         return None
+
+    def notices(self) -> list[dict[str, Any]]:
+        return list(self.received)
 
     def abort(self) -> None:
         self._stop.set()
@@ -141,6 +163,10 @@ class ClicksPipeline:
     def progress(self) -> Path:
         return self.directory / "progress.jsonl"
 
+    @property
+    def notice_log(self) -> Path:
+        return self.directory / "notices.jsonl"
+
     def _spawn(self, records_per_split: int, name: str) -> subprocess.Popen[bytes]:
         self.directory.mkdir(parents=True, exist_ok=True)
         command = [
@@ -156,6 +182,7 @@ class ClicksPipeline:
             "--records-per-split", str(records_per_split),
             "--interval-ms", str(self.interval_ms),
             "--coordinator", ",".join(a.removeprefix("http://") for a in self.addresses),
+            "--notices", str(self.notice_log),
         ]  # fmt: skip
         with open(self.directory / f"{name}.log", "ab") as log:
             # Its own session: signals for the driver never reach the drill (and back).
@@ -172,8 +199,30 @@ class ClicksPipeline:
     def start(self) -> None:
         self.proc = self._spawn(0, "driver-endless")
 
-    def running(self) -> bool:
-        return any(r.get("event") == "started" for r in self.reports())
+    def running(self, runs: int = 1) -> bool:
+        return sum(r.get("event") == "started" for r in self.reports()) >= runs
+
+    def kill(self) -> None:
+        """SIGKILL the driver (its whole process group: the JVM too), as a crash would."""
+        self.abort()
+
+    def restart(self, timeout: float) -> bool:
+        """Start the endless driver again: it restores from the latest completed
+        checkpoint. True once it reports started."""
+        runs = sum(r.get("event") == "started" for r in self.reports()) + 1
+        self.proc = self._spawn(0, "driver-endless")
+        return wait_started(self, timeout, runs)
+
+    def notices(self) -> list[dict[str, Any]]:
+        with contextlib.suppress(OSError):
+            lines = self.notice_log.read_text().splitlines()
+            out = []
+            for line in lines:
+                with contextlib.suppress(ValueError):  # a line cut short by a kill
+                    n = json.loads(line)
+                    out.append({**n, "receiver": f"driver pid {n.get('pid')}"})
+            return out
+        return []
 
     def finish(self, timeout: float) -> Invariant | None:
         assert self.proc is not None
@@ -183,7 +232,7 @@ class ClicksPipeline:
         except subprocess.TimeoutExpired:
             self.abort()
             return Invariant("exactly_once_output", False, "driver did not stop on SIGINT")
-        epochs = max((r.get("epoch", 0) for r in self.reports()), default=0)
+        epochs = epochs_read(self.reports())
         per_split = self.records_per_epoch // self.splits
         # Past every checkpoint the first run may have completed: Ctrl-C can land after an
         # epoch's checkpoint but before its progress line. Replaying further is harmless —
@@ -227,10 +276,23 @@ class ClicksPipeline:
             self.proc.wait(10)
 
 
-def wait_started(pipeline: ClicksPipeline, timeout: float) -> bool:
+def epochs_read(reports: list[dict[str, Any]]) -> int:
+    """An upper bound on the epochs of input read over every run of the driver: a run
+    restarted after a kill counts its epochs from 0 again, from the offsets of the
+    checkpoint it restored (itself no further than the previous run read)."""
+    total = run_max = 0
+    for r in reports:
+        if r.get("event") == "started":
+            total += run_max
+            run_max = 0
+        run_max = max(run_max, int(r.get("epoch", 0)))
+    return total + run_max
+
+
+def wait_started(pipeline: ClicksPipeline, timeout: float, runs: int = 1) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if pipeline.running():
+        if pipeline.running(runs):
             return True
         if pipeline.proc is not None and pipeline.proc.poll() is not None:
             return False

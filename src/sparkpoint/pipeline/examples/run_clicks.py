@@ -10,12 +10,16 @@ With ``--coordinator`` it uses the HA service instead of an embedded coordinator
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.client import Notification
 from sparkpoint.pipeline.channel import CheckpointChannel
 from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
 from sparkpoint.pipeline.embedded import EmbeddedChannel
@@ -60,11 +64,26 @@ def parser() -> argparse.ArgumentParser:
         "from the latest completed checkpoint (needs --coordinator)",
     )
     p.add_argument(
+        "--notices", help="with --coordinator: append every notice received, as JSON lines"
+    )
+    p.add_argument(
         "--savepoint-after-epochs",
         type=int,
         help="stop with a savepoint (into --savepoint-dir) after this many epochs",
     )
     return p
+
+
+def notice_log(path: Path) -> Callable[[Notification], None]:
+    """Append each notice to ``path`` as it arrives (one line, flushed: a killed driver
+    leaves every notice it saw)."""
+
+    def record(n: Notification) -> None:
+        with path.open("a") as f:
+            f.write(json.dumps({**dataclasses.asdict(n), "pid": os.getpid(),
+                                "time": time.time()}) + "\n")  # fmt: skip
+
+    return record
 
 
 def make_channel(args: argparse.Namespace) -> CheckpointChannel:
@@ -73,7 +92,9 @@ def make_channel(args: argparse.Namespace) -> CheckpointChannel:
         from sparkpoint.pipeline.remote import RemoteChannel
 
         remote = RemoteChannel(
-            args.coordinator.split(","), checkpoint_config={"interval_ms": args.interval_ms}
+            args.coordinator.split(","),
+            checkpoint_config={"interval_ms": args.interval_ms},
+            on_notice=notice_log(Path(args.notices)) if args.notices else None,
         )
         return BackgroundChannel(remote)
     return EmbeddedChannel(

@@ -1,0 +1,79 @@
+"""``sparkpoint drill`` exit status, as its docs say: 0 when every invariant held, 1 when
+one was violated, 2 when the drill could not run (bad arguments, no Java, ZooKeeper or
+the cluster not starting)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkpoint.ops.cli_drill import (
+    EXIT_COULD_NOT_RUN,
+    EXIT_OK,
+    EXIT_VIOLATED,
+    report_and_exit_code,
+)
+from sparkpoint.ops.drills import DrillReport, Invariant, IterationResult, check_ids_rising
+from sparkpoint.ops.drills.cluster import DrillError
+
+OPTS = {"as_json": False, "report_dir": None}
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sparkpoint", "drill", *args],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env=env)  # fmt: skip
+
+
+def report(*invariants: Invariant) -> DrillReport:
+    return DrillReport("chaos", {}, [IterationResult(1, "kill-9 c1", 1.0, 2.0, 1, 2, "c2",
+                                                     list(invariants))])  # fmt: skip
+
+
+def test_every_invariant_held_exits_0() -> None:
+    assert report_and_exit_code(OPTS, lambda _: report(check_ids_rising([1, 2]))) == EXIT_OK
+
+
+def test_a_violated_invariant_exits_1(tmp_path: Path) -> None:
+    opts = {**OPTS, "report_dir": tmp_path / "r"}
+    code = report_and_exit_code(opts, lambda _: report(check_ids_rising([1, 2, 2])))
+    assert code == EXIT_VIOLATED
+    assert "VIOLATED" in (tmp_path / "r" / "summary.txt").read_text()
+
+
+def test_a_drill_that_could_not_run_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    def never(_: object) -> DrillReport:
+        raise DrillError("no leader completing checkpoints (cluster not steady)")
+
+    assert report_and_exit_code(OPTS, never) == EXIT_COULD_NOT_RUN
+    assert "could not run: no leader completing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["chaos", "--local", "--iterations", "0"], "--iterations"),
+        (["chaos", "--local", "--fault", "unplug"], "unplug"),
+        (["chaos", "--zookeeper", "127.0.0.1:1", "--cluster-id", "c"], "runs with --local"),
+        (["kill-leader", "--local", "--takeover-timeout", "40"], "below the session timeout"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_what_is_wrong(args: list[str], words: str) -> None:
+    done = run_cli(*args)
+    assert done.returncode == EXIT_COULD_NOT_RUN, done.stderr
+    assert words in done.stderr
+
+
+def test_no_java_exits_2_and_says_so(tmp_path: Path) -> None:
+    # A PATH with this Python and nothing else: no java to start ZooKeeper with.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = {**os.environ, "PATH": str(bin_dir)}
+    env.pop("JAVA_HOME", None)
+    done = run_cli("chaos", "--local", "--iterations", "1", "--dir", str(tmp_path / "w"), env=env)
+    assert done.returncode == EXIT_COULD_NOT_RUN, done.stderr[-2000:]
+    assert "java not found" in done.stderr
