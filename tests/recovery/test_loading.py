@@ -86,7 +86,7 @@ def test_a_moved_savepoint_restores(tmp_path: Path) -> None:
 
 
 def _fallbacks(job: str) -> float:
-    return REGISTRY.get_sample_value("sparkpoint_restore_fallbacks_total", {"job": job}) or 0.0
+    return REGISTRY.get_sample_value("sparkpoint_restore_fallbacks_total", {"job_id": job}) or 0.0
 
 
 def _store_with(storage: CheckpointStorage, job: str, ids: list[int]):  # type: ignore[no-untyped-def]

@@ -105,30 +105,33 @@ def test_shutdown_keeps_pointers_unless_globally_terminal(make_store, zk_conn) -
 
 
 def _zk_store(
-    conn: ZooKeeperConnection, max_retained: int = 2
+    conn: ZooKeeperConnection, max_retained: int = 2, job: str = JOB
 ) -> ZooKeeperCompletedCheckpointStore:
     return ZooKeeperCompletedCheckpointStore(
-        conn, JOB, Fence(conn, read_epoch(conn)), max_retained=max_retained
+        conn, job, Fence(conn, read_epoch(conn)), max_retained=max_retained
     )
 
 
 def test_recover_skips_corrupt_and_mislabelled_pointers(
     zk_conn: ZooKeeperConnection, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = _zk_store(zk_conn, 5)
+    # A job id of its own: the counter is process-wide, and a coordinator another test ran
+    # in this process may end (and so drop the series of) the shared one meanwhile.
+    job = "job-unreadable-pointers"
+    store = _zk_store(zk_conn, 5, job)
     for i in (1, 2, 3):
-        store.add_checkpoint_and_subsume_oldest(pointer(i))
+        store.add_checkpoint_and_subsume_oldest(pointer(i, job=job))
     paths = zk_conn.paths
-    zk_conn.client.set(paths.checkpoint(JOB, 2), b"\x00garbage")
-    zk_conn.client.create(paths.checkpoint(JOB, 9), pointer(8).to_bytes())  # wrong id inside
-    zk_conn.client.create(f"{paths.job_checkpoints(JOB)}/not-an-id", b"{}")
+    zk_conn.client.set(paths.checkpoint(job, 2), b"\x00garbage")
+    zk_conn.client.create(paths.checkpoint(job, 9), pointer(8, job=job).to_bytes())  # wrong id
+    zk_conn.client.create(f"{paths.job_checkpoints(job)}/not-an-id", b"{}")
     unreadable = "sparkpoint_store_unreadable_pointers_total"
-    before = REGISTRY.get_sample_value(unreadable, {"job_id": JOB}) or 0
+    before = REGISTRY.get_sample_value(unreadable, {"job_id": job}) or 0
 
     with caplog.at_level(logging.WARNING):
-        recovered = _zk_store(zk_conn, 5).recover()
+        recovered = _zk_store(zk_conn, 5, job).recover()
     assert [p.checkpoint_id for p in recovered] == [1, 3]
-    after = REGISTRY.get_sample_value(unreadable, {"job_id": JOB})
+    after = REGISTRY.get_sample_value(unreadable, {"job_id": job})
     assert after == before + 3
     assert "skipping unreadable checkpoint pointer" in caplog.text
 

@@ -20,6 +20,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -33,17 +34,35 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_port(port: int, timeout: float, what: str, proc: subprocess.Popen[bytes]) -> None:
+def _wait_port(
+    port: int,
+    timeout: float,
+    what: str,
+    proc: subprocess.Popen[bytes],
+    ready: Callable[[socket.socket], bool] | None = None,
+) -> None:
+    """Wait until ``port`` accepts connections (and, with ``ready``, until the server on it
+    answers as ``ready`` judges a connected socket)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise ServerError(f"{what} exited with {proc.returncode} while starting")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+                if ready is None or ready(sock):
+                    return
         except OSError:
-            time.sleep(0.1)  # polling a port that is not listening yet
-    raise ServerError(f"{what} did not listen on port {port} within {timeout:g} s")
+            pass
+        time.sleep(0.1)  # polling a server that is not serving yet
+    raise ServerError(f"{what} did not serve on port {port} within {timeout:g} s")
+
+
+def _amqp_greets(sock: socket.socket) -> bool:
+    """True when the broker answers AMQP 0-9-1's protocol header with a method frame
+    (``connection.start``). A booting broker may listen and still reset the connection,
+    or answer nothing: only this reply says a client can connect now."""
+    sock.sendall(b"AMQP\x00\x00\x09\x01")
+    return sock.recv(1) == b"\x01"
 
 
 class RabbitMQServer:
@@ -105,7 +124,7 @@ class RabbitMQServer:
         )
         log.close()
         what = f"rabbitmq-server (log {self.directory}/server.log)"
-        _wait_port(self.port, timeout, what, self._proc)
+        _wait_port(self.port, timeout, what, self._proc, _amqp_greets)
         return self
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> None:

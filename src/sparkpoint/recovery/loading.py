@@ -7,7 +7,7 @@ complete checkpoint). The service gives the job's completed-checkpoint store ins
 From a store or a job directory, the newest checkpoint is tried first; when its
 `_metadata` is missing, damaged, or does not match what the store recorded, the next
 older one is tried. Every skip is logged, and a restore that had to fall back counts once
-in ``sparkpoint_restore_fallbacks_total{job}``. Which checkpoint was restored, and what
+in ``sparkpoint_restore_fallbacks_total{job_id}``. Which checkpoint was restored, and what
 was skipped and why, is in the returned :class:`LoadedCheckpoint`.
 """
 

@@ -9,6 +9,11 @@ garbage when
 - no retained checkpoint has its id (the store as the leader knows it, and as ZooKeeper
   holds it now: a fresh read),
 - its id is below every id this term has pending and below the counter's next id,
+- its id is below the newest retained checkpoint: a driver reads its running state back
+  from its latest snapshot whether or not that checkpoint completed (one pending when a
+  leader died is never completed, yet is what the driver's next snapshot job reads), and
+  only a newer *completed* checkpoint proves the driver has moved past it (it acknowledged
+  a later snapshot, and switched to it, before that checkpoint could complete),
 - it is not the newest directory, nor the newest one holding files: a driver may still be
   writing into the first, and reads its running state back from the second (its latest
   snapshot, completed or not) until a newer snapshot replaces it,
@@ -184,15 +189,17 @@ class OrphanCollector:
                 return JobOrphans(job_id, error="job session was replaced; scanned next time")
             retained = {p.checkpoint_id for p in session.store.get_all()}
             retained |= {p.checkpoint_id for p in term.retained_now(job_id)}
-            below = min([next_id, *pending])
             now = self._clock()
             found = term.storage.find_orphans(
                 job_id,
                 retained_ids=retained,
-                next_checkpoint_id=below,
+                next_checkpoint_id=min([next_id, *pending]),
                 now_ms=now,
                 keep_newest=True,
             )
+            # Nothing above the newest completed checkpoint: see the module docstring.
+            newest = max(retained, default=0)
+            found = [o for o in found if o.checkpoint_id < newest]
         except (HAError, *STORAGE_FAILURES) as exc:
             metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
             log.warning("orphan scan of job %s failed: %s", job_id, exc)
