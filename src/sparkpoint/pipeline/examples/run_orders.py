@@ -41,6 +41,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--interval-ms", type=int, default=1000)
     p.add_argument("--restore-from")
     p.add_argument("--coordinator", help="host:port of coordinator replicas, comma-separated")
+    p.add_argument(
+        "--notices", help="with --coordinator: append every notice received, as JSON lines"
+    )
     return p
 
 
