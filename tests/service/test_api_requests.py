@@ -379,7 +379,7 @@ def test_stop_with_savepoint_finishes_the_job(service, http, observer, tmp_path)
     try:
         graph = make_graph(JOB)
         client.register_job(graph, {"interval_ms": 3_600_000})
-        target = tmp_path / "elsewhere"
+        target = tmp_path / "savepoints" / "named"  # under state.savepoints.dir
         sid = client.trigger_savepoint(JOB, str(target), stop=True)
         beat = client.heartbeat(JOB, 0)
         trigger = next(n for n in beat.notifications if n.checkpoint_id == sid)

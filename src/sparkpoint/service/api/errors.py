@@ -32,6 +32,7 @@ from sparkpoint.service.errors import (
     InvalidRequestError,
     JobGraphConflictError,
     NotLeaderError,
+    SavepointTargetError,
     ServiceError,
     UnknownCheckpointIdError,
     UnknownJobError,
@@ -62,6 +63,7 @@ _SERVICE_STATUS: dict[type[ServiceError], int] = {
     UnknownCheckpointIdError: 404,
     JobGraphConflictError: 409,
     InvalidRequestError: 422,
+    SavepointTargetError: 422,
 }
 
 
