@@ -82,3 +82,11 @@ RESTORE_FALLBACKS = Counter(
     "Restores that skipped an unreadable checkpoint and fell back to an older one.",
     ["job"],
 )
+
+# --- security ----------------------------------------------------------------------------
+REST_REFUSALS = Counter(
+    "sparkpoint_rest_refusals_total",
+    "REST calls refused for security reasons: unauthenticated, invalid_token, forbidden, "
+    "savepoint_target.",
+    ["reason"],
+)

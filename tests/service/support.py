@@ -97,6 +97,7 @@ def spawn_replica(
         "state.checkpoints.dir": str(checkpoints_dir),
         "state.checkpoints.num-retained": "1000",
         "heartbeat.timeout": "5 s",
+        "rest.auth.enabled": "false",  # tests/service/test_auth.py turns it on
         **(settings or {}),
     }
     command = [

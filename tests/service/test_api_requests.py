@@ -37,6 +37,7 @@ def _service(tmp_path: Path, quorum: str, cluster_id: str, **extra: str) -> Serv
             "high-availability.lease.renew-interval": "100 ms",
             "high-availability.lease.takeover-timeout": "1 s",
             "rest.port": "0",
+            "rest.auth.enabled": "false",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
             "state.savepoints.dir": str(tmp_path / "savepoints"),
             "state.checkpoints.num-retained": "10",
@@ -275,6 +276,7 @@ def _follower(tmp_path: Path, quorum: str, cluster_id: str) -> Service:
             # No lease: with the leader gone, only the election queue decides (blocked).
             "high-availability.lease.takeover-timeout": "0 s",
             "rest.port": "0",
+            "rest.auth.enabled": "false",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
         },
         environ={},

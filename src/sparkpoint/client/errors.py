@@ -25,6 +25,10 @@ class Invalid(ClientError):
     """422 (or another 4xx): the request is malformed or names something not awaited."""
 
 
+class Refused(ClientError):
+    """401 (no accepted token) or 403 (the token's role may not make this call)."""
+
+
 class Unavailable(ClientError):
     """No leader answered within ``retry_for_s`` (none elected, or none reachable)."""
 
@@ -34,6 +38,8 @@ def error_for(status: int, code: str, message: str) -> ClientError:
         return NotFound(status, code, message)
     if status == 409:
         return Conflict(status, code, message)
+    if status in (401, 403):
+        return Refused(status, code, message)
     if status == 503:
         return Unavailable(status, code, message)
     if 400 <= status < 500:

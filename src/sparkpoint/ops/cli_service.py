@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from sparkpoint.config import ConfigError
 from sparkpoint.ha import HAError
 from sparkpoint.ops.cli_common import (
     load,
@@ -26,7 +27,11 @@ def coordinator_group() -> None:
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="Any key (repeatable).")
 @zookeeper_options
 @click.option("--port", type=int, default=None, help="REST port (rest.port).")
-@click.option("--embedded", is_flag=True, help="No ZooKeeper: high-availability.type none.")
+@click.option(
+    "--embedded",
+    is_flag=True,
+    help="No ZooKeeper (high-availability.type none); REST auth off unless set on.",
+)
 def run_command(
     *,
     config_file: str | None,
@@ -54,6 +59,8 @@ def run_command(
         overrides["rest.port"] = str(port)
     if embedded:
         overrides["high-availability.type"] = "none"
+        # One local process: authentication stays off unless asked for (said at start).
+        overrides.setdefault("rest.auth.enabled", "false")
     config = load(config_file, overrides)
     logging.basicConfig(
         level=logging.INFO,
@@ -65,6 +72,6 @@ def run_command(
 
     try:
         status = run(config)
-    except (OSError, HAError) as exc:  # port in use, storage not writable, no ZooKeeper
+    except (OSError, HAError, ConfigError) as exc:  # port in use, no ZooKeeper, no tokens
         raise click.ClickException(str(exc)) from exc
     sys.exit(status)

@@ -109,7 +109,9 @@ class Demo:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.zk = LocalZooKeeper(opts.directory / "zookeeper", tick_time_ms=500)
         self.zk.start()
-        self.emit({"event": "zookeeper", "connect_string": self.zk.connect_string})
+        self.emit(
+            {"event": "zookeeper", "connect_string": self.zk.connect_string, "rest_auth": "off"}
+        )
         self.observer = ZooKeeperConnection(
             ZooKeeperSettings(
                 quorum=self.zk.connect_string, cluster_id=CLUSTER, takeover_timeout_s=0.0
@@ -160,6 +162,8 @@ class Demo:
             "high-availability.lease.takeover-timeout": f"{opts.takeover_timeout_s} s",
             "state.checkpoints.dir": str(self.checkpoint_dir),
             "state.savepoints.dir": str(opts.directory / "savepoints"),
+            # A demo on loopback: no tokens (each replica says so in its log at start).
+            "rest.auth.enabled": "false",
         }
         command = [sys.executable, "-m", "sparkpoint", "coordinator", "run",
                    "--zookeeper", self.zk.connect_string, "--cluster-id", CLUSTER,

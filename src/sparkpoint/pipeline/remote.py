@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sparkpoint.checkpoint import CheckpointKind, JobGraph
-from sparkpoint.client import Conflict, CoordinatorClient, NotFound, Unavailable
+from sparkpoint.client import Conflict, CoordinatorClient, Credentials, NotFound, Unavailable
 from sparkpoint.pipeline.channel import (
     Ack,
     ChannelNotice,
@@ -37,8 +37,12 @@ class RemoteChannel:
         checkpoint_config: dict[str, Any] | None = None,
         timeout_s: float = 5.0,
         retry_for_s: float = 60.0,
+        credentials: Credentials | None = None,
     ) -> None:
-        self.client = CoordinatorClient(addresses, timeout_s=timeout_s, retry_for_s=retry_for_s)
+        # credentials None: SPARKPOINT_TOKEN_FILE / SPARKPOINT_CA_FILE (docs/security.md).
+        self.client = CoordinatorClient(
+            addresses, timeout_s=timeout_s, retry_for_s=retry_for_s, credentials=credentials
+        )
         self._config = dict(checkpoint_config or {})
         self._job_id: str | None = None
         self._seq = 0

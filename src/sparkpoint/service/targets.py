@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from sparkpoint import metrics
 from sparkpoint.service.errors import SavepointTargetError
 from sparkpoint.storage import StorageError
 from sparkpoint.storage.uri import LOCAL_SCHEMES, Uri, parse
@@ -23,6 +24,7 @@ RULE = "state.savepoints.allowed-dirs"
 
 
 def _refuse(target: str, why: str) -> SavepointTargetError:
+    metrics.REST_REFUSALS.labels("savepoint_target").inc()
     return SavepointTargetError(f"savepoint target_dir {target!r} refused: {why} ({RULE})")
 
 

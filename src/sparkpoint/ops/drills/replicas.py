@@ -44,6 +44,8 @@ class ReplicaSettings:
             "high-availability.lease.takeover-timeout": f"{self.takeover_timeout_s:g} s",
             "state.checkpoints.num-retained": str(self.num_retained),
             "heartbeat.timeout": "10 s",
+            # Local child processes on loopback, driven by this process: no tokens.
+            "rest.auth.enabled": "false",
             "execution.checkpointing.tolerable-failed-checkpoints": str(
                 self.tolerable_failed_checkpoints
             ),
