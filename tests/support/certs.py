@@ -14,6 +14,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 _DAY = datetime.timedelta(days=1)
+_CA_USAGE = x509.KeyUsage(
+    digital_signature=True, content_commitment=False, key_encipherment=False,
+    data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+    encipher_only=False, decipher_only=False,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -59,14 +64,7 @@ class CertificateAuthority:
             .not_valid_before(now - _DAY)
             .not_valid_after(now + _DAY)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True, content_commitment=False, key_encipherment=False,
-                    data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                    crl_sign=True, encipher_only=False, decipher_only=False,
-                ),
-                critical=True,
-            )  # fmt: skip
+            .add_extension(_CA_USAGE, critical=True)
             .add_extension(
                 x509.SubjectKeyIdentifier.from_public_key(self._key.public_key()), critical=False
             )
