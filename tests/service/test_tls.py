@@ -78,9 +78,9 @@ def test_the_server_speaks_https_and_a_trusting_client_with_a_certificate_gets_i
 def test_the_client_refuses_a_server_certificate_from_another_ca(
     service: Service, pki: dict
 ) -> None:
-    with _client(service, pki["other_ca"].cert, pki["client"]) as client:
-        with pytest.raises(Unavailable, match="CERTIFICATE_VERIFY_FAILED"):
-            client.jobs()
+    client = _client(service, pki["other_ca"].cert, pki["client"])
+    with client, pytest.raises(Unavailable, match="CERTIFICATE_VERIFY_FAILED"):
+        client.jobs()
 
 
 @pytest.mark.parametrize("which", ["none", "foreign"])
@@ -88,9 +88,9 @@ def test_the_server_refuses_a_client_without_a_certificate_it_trusts(
     service: Service, pki: dict, which: str
 ) -> None:
     cert = None if which == "none" else pki["foreign_client"]
-    with _client(service, pki["ca"].cert, cert) as client:
-        with pytest.raises(Unavailable) as refused:
-            client.jobs()
+    client = _client(service, pki["ca"].cert, cert)
+    with client, pytest.raises(Unavailable) as refused:
+        client.jobs()
     # TLS 1.3: the server checks the client's certificate after the client's half of the
     # handshake, so the client sees its request dropped (the trusted client above is not).
     message = str(refused.value).lower()
