@@ -36,51 +36,51 @@ STORE_RECOVERY_DURATION = Histogram(
 STORE_UNREADABLE_POINTERS = Counter(
     "sparkpoint_store_unreadable_pointers_total",
     "Checkpoint pointers skipped on recovery because they could not be decoded.",
-    ["job"],
+    ["job_id"],
 )
 
 # --- checkpoints, per job -----------------------------------------------------------------
 CHECKPOINTS_TRIGGERED = Counter(
-    "sparkpoint_checkpoints_triggered_total", "Checkpoints triggered.", ["job"]
+    "sparkpoint_checkpoints_triggered_total", "Checkpoints triggered.", ["job_id"]
 )
 CHECKPOINTS_COMPLETED = Counter(
-    "sparkpoint_checkpoints_completed_total", "Checkpoints completed.", ["job"]
+    "sparkpoint_checkpoints_completed_total", "Checkpoints completed.", ["job_id"]
 )
 CHECKPOINTS_FAILED = Counter(
-    "sparkpoint_checkpoints_failed_total", "Checkpoints that failed or were declined.", ["job"]
+    "sparkpoint_checkpoints_failed_total", "Checkpoints that failed or were declined.", ["job_id"]
 )
 CHECKPOINTS_EXPIRED = Counter(
-    "sparkpoint_checkpoints_expired_total", "Checkpoints aborted by their timeout.", ["job"]
+    "sparkpoint_checkpoints_expired_total", "Checkpoints aborted by their timeout.", ["job_id"]
 )
 PENDING_CHECKPOINTS = Gauge(
-    "sparkpoint_pending_checkpoints", "Checkpoints triggered and not yet finished.", ["job"]
+    "sparkpoint_pending_checkpoints", "Checkpoints triggered and not yet finished.", ["job_id"]
 )
 CHECKPOINT_DURATION = Histogram(
     "sparkpoint_checkpoint_duration_seconds",
     "End-to-end checkpoint duration, trigger to completion.",
-    ["job"],
+    ["job_id"],
     buckets=_DURATION_BUCKETS,
 )
 CHECKPOINT_FINALIZE_DURATION = Histogram(
     "sparkpoint_checkpoint_finalize_duration_seconds",
     "Coordinator-side finalisation: last acknowledgement to durable in ZooKeeper.",
-    ["job"],
+    ["job_id"],
     buckets=_DURATION_BUCKETS,
 )
 LAST_CHECKPOINT_TIMESTAMP = Gauge(
     "sparkpoint_last_completed_checkpoint_timestamp_seconds",
     "Completion time of the newest completed checkpoint (Unix seconds).",
-    ["job"],
+    ["job_id"],
 )
 LAST_CHECKPOINT_SIZE = Gauge(
     "sparkpoint_last_completed_checkpoint_size_bytes",
     "State size of the newest completed checkpoint.",
-    ["job"],
+    ["job_id"],
 )
 RESTORE_FALLBACKS = Counter(
     "sparkpoint_restore_fallbacks_total",
     "Restores that skipped an unreadable checkpoint and fell back to an older one.",
-    ["job"],
+    ["job_id"],
 )
 
 # --- security ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from .support import Harness, keyed_state, make_harness
 
 
 def _sample(metric: str, job: str) -> float:
-    return REGISTRY.get_sample_value(metric, {"job": job}) or 0.0
+    return REGISTRY.get_sample_value(metric, {"job_id": job}) or 0.0
 
 
 def test_a_checkpoint_expires_after_its_timeout(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from .support import Harness, make_harness
 
 
 def _metric(name: str, job: str) -> float:
-    return REGISTRY.get_sample_value(name, {"job": job}) or 0.0
+    return REGISTRY.get_sample_value(name, {"job_id": job}) or 0.0
 
 
 def test_overview_counts_latest_and_history(tmp_path: Path) -> None:

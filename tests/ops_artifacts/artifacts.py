@@ -66,12 +66,11 @@ _MATCHER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)")
 
 
 def unknown_selector_labels(promql: str) -> set[str]:
-    """Labels a selector matches on that its series never carries once scraped (the
-    exporter's own `job` label arrives as `exported_job`)."""
+    """Labels a selector matches on that its series never carries once scraped."""
     exported = exported_series()
     unknown = set()
     for name, matchers in _SELECTOR.findall(promql):
-        own = {"exported_job" if label == "job" else label for label in exported.get(name, ())}
+        own = set(exported.get(name, ()))
         for label in _MATCHER.findall(matchers):
             if label not in own | TARGET_LABELS:
                 unknown.add(f"{name}{{{label}}}")

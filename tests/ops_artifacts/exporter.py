@@ -27,17 +27,17 @@ def record_samples() -> None:
     metrics.ZOOKEEPER_CONNECTION_STATE.state("connected")
     metrics.STORE_RECOVERY_DURATION.observe(0.02)
     for job in ("wordcount", "sessions"):
-        metrics.STORE_UNREADABLE_POINTERS.labels(job=job).inc(0)
-        metrics.CHECKPOINTS_TRIGGERED.labels(job=job).inc(12)
-        metrics.CHECKPOINTS_COMPLETED.labels(job=job).inc(10)
-        metrics.CHECKPOINTS_FAILED.labels(job=job).inc(2)
-        metrics.CHECKPOINTS_EXPIRED.labels(job=job).inc(1)
-        metrics.PENDING_CHECKPOINTS.labels(job=job).set(1)
-        metrics.CHECKPOINT_DURATION.labels(job=job).observe(1.5)
-        metrics.CHECKPOINT_FINALIZE_DURATION.labels(job=job).observe(0.03)
-        metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job=job).set(1_700_000_000.5)
-        metrics.LAST_CHECKPOINT_SIZE.labels(job=job).set(4096)
-        metrics.RESTORE_FALLBACKS.labels(job=job).inc(0)
+        metrics.STORE_UNREADABLE_POINTERS.labels(job_id=job).inc(0)
+        metrics.CHECKPOINTS_TRIGGERED.labels(job_id=job).inc(12)
+        metrics.CHECKPOINTS_COMPLETED.labels(job_id=job).inc(10)
+        metrics.CHECKPOINTS_FAILED.labels(job_id=job).inc(2)
+        metrics.CHECKPOINTS_EXPIRED.labels(job_id=job).inc(1)
+        metrics.PENDING_CHECKPOINTS.labels(job_id=job).set(1)
+        metrics.CHECKPOINT_DURATION.labels(job_id=job).observe(1.5)
+        metrics.CHECKPOINT_FINALIZE_DURATION.labels(job_id=job).observe(0.03)
+        metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job_id=job).set(1_700_000_000.5)
+        metrics.LAST_CHECKPOINT_SIZE.labels(job_id=job).set(4096)
+        metrics.RESTORE_FALLBACKS.labels(job_id=job).inc(0)
 
 
 def main() -> int:

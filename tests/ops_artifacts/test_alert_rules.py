@@ -78,11 +78,12 @@ def test_rules_read_only_metrics_the_service_exports() -> None:
         assert used <= set(exported), f"{rule['alert']} reads unknown {used - set(exported)}"
 
 
-def test_rules_group_per_job_alerts_by_the_renamed_job_label() -> None:
-    """Per-job metrics label the pipeline's job id `job`; Prometheus stores it as
-    `exported_job`. Rules on those metrics must aggregate by `exported_job`."""
+def test_rules_group_per_job_alerts_by_the_job_id_label() -> None:
+    """Per-job metrics label the pipeline's job id `job_id` (not `job`, which is
+    Prometheus' own). Rules on those metrics must aggregate by `job_id`."""
     exported = exported_series()
+    assert all("job" not in labels for labels in exported.values())
     for rule in RULES:
-        per_job = any("job" in exported[name] for name in metric_names(rule["expr"]))
+        per_job = any("job_id" in exported[name] for name in metric_names(rule["expr"]))
         if per_job:
-            assert "exported_job" in rule["expr"], rule["alert"]
+            assert "job_id" in rule["expr"], rule["alert"]

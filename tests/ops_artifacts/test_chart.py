@@ -282,7 +282,7 @@ def test_the_service_monitor_scrapes_every_replica_through_the_headless_service(
     assert not selector.items() <= client["metadata"]["labels"].items()
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["port"] == "http" and endpoint["path"] == "/metrics"
-    assert endpoint["honorLabels"] is False  # the alert rules expect `exported_job`
+    assert endpoint["honorLabels"] is False  # the scrape job stays Prometheus' own
 
 
 def test_the_prometheus_rule_is_the_rules_file(tmp_path: Path) -> None:

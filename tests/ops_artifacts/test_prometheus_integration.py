@@ -99,11 +99,11 @@ def test_no_leader_fires_when_every_coordinator_stops(
     wait_leader(coordinators)
     driver = Driver([c.address for c in coordinators], make_graph(PIPELINE)).start()
     try:
-        # Prometheus sees one leader, and the pipeline's job id as `exported_job`.
+        # Prometheus sees one leader, and the pipeline's job id as `job_id`.
         wait_until(
             lambda: prometheus.query(
                 f'sparkpoint_checkpoints_completed_total{{job="{SCRAPE_JOB}",'
-                f' exported_job="{PIPELINE}"}} > 0'
+                f' job_id="{PIPELINE}"}} > 0'
             ),
             timeout=60, message="completed checkpoints of the pipeline in Prometheus",
             interval=0.2,

@@ -65,7 +65,7 @@ def test_kill_9_leader_new_leader_continues_without_reregistration(replicas, obs
         assert driver.registrations == 1
         assert read_leader(observer).instance_id == new.name
         assert new.metric("sparkpoint_is_leader") == 1
-        assert new.metric(f'sparkpoint_checkpoints_completed_total{{job="{JOB}"}}') >= 3
+        assert new.metric(f'sparkpoint_checkpoints_completed_total{{job_id="{JOB}"}}') >= 3
         follower = next(p for p in procs if p not in (old, new))
         assert follower.metric("sparkpoint_is_leader") == 0
         assert_history_sound(driver, observer)

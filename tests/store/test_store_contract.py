@@ -122,14 +122,13 @@ def test_recover_skips_corrupt_and_mislabelled_pointers(
     zk_conn.client.set(paths.checkpoint(JOB, 2), b"\x00garbage")
     zk_conn.client.create(paths.checkpoint(JOB, 9), pointer(8).to_bytes())  # wrong id inside
     zk_conn.client.create(f"{paths.job_checkpoints(JOB)}/not-an-id", b"{}")
-    before = (
-        REGISTRY.get_sample_value("sparkpoint_store_unreadable_pointers_total", {"job": JOB}) or 0
-    )
+    unreadable = "sparkpoint_store_unreadable_pointers_total"
+    before = REGISTRY.get_sample_value(unreadable, {"job_id": JOB}) or 0
 
     with caplog.at_level(logging.WARNING):
         recovered = _zk_store(zk_conn, 5).recover()
     assert [p.checkpoint_id for p in recovered] == [1, 3]
-    after = REGISTRY.get_sample_value("sparkpoint_store_unreadable_pointers_total", {"job": JOB})
+    after = REGISTRY.get_sample_value(unreadable, {"job_id": JOB})
     assert after == before + 3
     assert "skipping unreadable checkpoint pointer" in caplog.text
 

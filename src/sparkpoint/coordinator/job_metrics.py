@@ -10,15 +10,15 @@ class JobMetrics:
     (as in Flink's failed-checkpoint count), and in the expired counter."""
 
     def __init__(self, job_id: str) -> None:
-        self._triggered = metrics.CHECKPOINTS_TRIGGERED.labels(job=job_id)
-        self._completed = metrics.CHECKPOINTS_COMPLETED.labels(job=job_id)
-        self._failed = metrics.CHECKPOINTS_FAILED.labels(job=job_id)
-        self._expired = metrics.CHECKPOINTS_EXPIRED.labels(job=job_id)
-        self._pending = metrics.PENDING_CHECKPOINTS.labels(job=job_id)
-        self._duration = metrics.CHECKPOINT_DURATION.labels(job=job_id)
-        self._finalize = metrics.CHECKPOINT_FINALIZE_DURATION.labels(job=job_id)
-        self._last_ts = metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job=job_id)
-        self._last_size = metrics.LAST_CHECKPOINT_SIZE.labels(job=job_id)
+        self._triggered = metrics.CHECKPOINTS_TRIGGERED.labels(job_id=job_id)
+        self._completed = metrics.CHECKPOINTS_COMPLETED.labels(job_id=job_id)
+        self._failed = metrics.CHECKPOINTS_FAILED.labels(job_id=job_id)
+        self._expired = metrics.CHECKPOINTS_EXPIRED.labels(job_id=job_id)
+        self._pending = metrics.PENDING_CHECKPOINTS.labels(job_id=job_id)
+        self._duration = metrics.CHECKPOINT_DURATION.labels(job_id=job_id)
+        self._finalize = metrics.CHECKPOINT_FINALIZE_DURATION.labels(job_id=job_id)
+        self._last_ts = metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job_id=job_id)
+        self._last_size = metrics.LAST_CHECKPOINT_SIZE.labels(job_id=job_id)
 
     def triggered(self) -> None:
         self._triggered.inc()

@@ -169,7 +169,7 @@ def _first_readable(
             continue
         loaded = LoadedCheckpoint(checkpoint, metadata_uri, tuple(skipped))
         if skipped:
-            RESTORE_FALLBACKS.labels(job=checkpoint.job_id).inc()
+            RESTORE_FALLBACKS.labels(job_id=checkpoint.job_id).inc()
             log.warning("restoring %s", loaded.describe())
         else:
             log.info("restoring %s", loaded.describe())

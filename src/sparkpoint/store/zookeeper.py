@@ -90,7 +90,7 @@ class ZooKeeperCompletedCheckpointStore:
                     pointer = self._decode(name, raw)
                 except InvalidCheckpointValue as exc:
                     log.warning("skipping unreadable checkpoint pointer %s: %s", path, exc)
-                    metrics.STORE_UNREADABLE_POINTERS.labels(job=self._job_id).inc()
+                    metrics.STORE_UNREADABLE_POINTERS.labels(job_id=self._job_id).inc()
                     unreadable.append(path)
                     continue
                 pointers.append(pointer)
