@@ -6,7 +6,8 @@ Example line::
     POST /v1/jobs/clicks/savepoints caller=alice job=clicks status=202
 
 ``caller`` is the token's name (never the token), ``anonymous`` with authentication off,
-``-`` when no accepted token was presented. GETs and probes are not audited.
+``-`` when no accepted token was presented. GETs and probes are not audited, nor are
+heartbeats and acknowledgements unless refused (they are a driver's steady traffic).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger("sparkpoint.audit")
 
 _READ_ONLY = frozenset({"GET", "HEAD", "OPTIONS"})
+#: A driver's steady traffic (several calls a second per job): audited only when refused.
+ROUTINE_CALLS = frozenset({"heartbeat", "acknowledge"})
 
 
 async def note_job(request: Request) -> None:
@@ -56,15 +59,22 @@ class AuditLog:
         try:
             await self.app(scope, receive, sending)
         finally:
-            state = scope.get("state", {})
-            job = scope.get("path_params", {}).get("job_id") or state.get("job_id", "-")
-            refused = state.get("refused")
-            log.info(
-                "%s %s caller=%s job=%s status=%d%s",
-                scope["method"],
-                scope["path"],
-                state.get("caller", "-"),
-                job,
-                status,
-                f" refused={refused}" if refused else "",
-            )
+            _write(scope, status)
+
+
+def _write(scope: Scope, status: int) -> None:
+    state = scope.get("state", {})
+    routine = getattr(scope.get("route"), "name", "") in ROUTINE_CALLS
+    if routine and status not in (401, 403):
+        return
+    job = scope.get("path_params", {}).get("job_id") or state.get("job_id", "-")
+    refused = state.get("refused")
+    log.info(
+        "%s %s caller=%s job=%s status=%d%s",
+        scope["method"],
+        scope["path"],
+        state.get("caller", "-"),
+        job,
+        status,
+        f" refused={refused}" if refused else "",
+    )
