@@ -114,6 +114,22 @@ def _key(name: str, parser: Any, default: Any, help_: str) -> Any:
     return field(default=default, metadata={"key": name, "parser": parser, "help": help_})
 
 
+#: A takeover timeout spans at least this many renewal intervals, so one or two lost
+#: renewals never cost a failover.
+LEASE_MIN_RENEWALS = 3
+
+
+def lease_timing_problem(takeover_timeout_s: float, renew_interval_s: float) -> str | None:
+    """The one rule tying a lease's takeover timeout to its renewal interval (the
+    configuration and the election both apply it); None when it holds."""
+    if takeover_timeout_s < LEASE_MIN_RENEWALS * renew_interval_s:
+        return (
+            f"must be at least {LEASE_MIN_RENEWALS} lease renewal intervals "
+            f"({LEASE_MIN_RENEWALS * renew_interval_s:g} s)"
+        )
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class ZooKeeperSettings:
     quorum: str = _key(
@@ -189,9 +205,9 @@ class ZooKeeperSettings:
         _check_range(self, "session_timeout_s", 1.0, 600.0)
         _check_range(self, "lease_renew_interval_s", 0.05, 60.0)
         if self.takeover_timeout_s:
-            if self.takeover_timeout_s < 3 * self.lease_renew_interval_s:
-                _fail(self, "takeover_timeout_s", "must be at least 3 lease renewal intervals "
-                      f"({3 * self.lease_renew_interval_s:g} s)")  # fmt: skip
+            problem = lease_timing_problem(self.takeover_timeout_s, self.lease_renew_interval_s)
+            if problem:
+                _fail(self, "takeover_timeout_s", problem)
             if self.takeover_timeout_s >= self.session_timeout_s:
                 _fail(self, "takeover_timeout_s", "must be below the session timeout "
                       f"({self.session_timeout_s:g} s)")  # fmt: skip
@@ -222,9 +238,20 @@ class StoreSettings:
         "state.checkpoints.num-retained", parse_int, 1,
         "Completed checkpoints retained per job (>= 1).",
     )  # fmt: skip
+    orphan_grace_s: float = _key(
+        "state.checkpoints.orphan-cleanup.grace-period", parse_duration, 600.0,
+        "A chk-<id> directory that is neither retained nor pending is deleted by the leader "
+        "once nothing in it changed for this long (0.1 s .. 30 days).",
+    )  # fmt: skip
+    orphan_scan_interval_s: float = _key(
+        "state.checkpoints.orphan-cleanup.interval", parse_duration, 60.0,
+        "How often the leader looks for orphaned checkpoint directories (0.1 s .. 1 h).",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _check_range(self, "max_retained", 1, 10_000)
+        _check_range(self, "orphan_grace_s", 0.1, 30 * 86400.0)
+        _check_range(self, "orphan_scan_interval_s", 0.1, 3600.0)
 
 
 def parse_ha_type(key: str, value: object) -> str:
@@ -466,16 +493,6 @@ def all_keys() -> dict[str, str]:
         for section in _SECTIONS.values()
         for f in fields(section)
     }
-
-
-def key_table() -> list[tuple[str, object, str]]:
-    """(key, default, help) of every configuration key, in section order (docs/service.md
-    carries this table; a test keeps them in sync)."""
-    return [
-        (f.metadata["key"], f.default, f.metadata["help"])
-        for section in _SECTIONS.values()
-        for f in fields(section)
-    ]
 
 
 def env_name(key: str) -> str:

@@ -83,6 +83,38 @@ RESTORE_FALLBACKS = Counter(
     ["job_id"],
 )
 
+# --- orphaned checkpoint directories (the leader's collector), per job ---------------------
+ORPHAN_DIRECTORIES = Gauge(
+    "sparkpoint_orphan_checkpoint_directories",
+    "Checkpoint directories neither retained nor pending, as the leader's last scan found "
+    "them (including those still inside the grace period).",
+    ["job_id"],
+)
+ORPHAN_BYTES = Gauge(
+    "sparkpoint_orphan_checkpoint_bytes",
+    "Bytes in the checkpoint directories counted by sparkpoint_orphan_checkpoint_directories.",
+    ["job_id"],
+)
+ORPHAN_DIRECTORIES_REMOVED = Counter(
+    "sparkpoint_orphan_checkpoint_directories_removed_total",
+    "Orphaned checkpoint directories the leader deleted.",
+    ["job_id"],
+)
+ORPHAN_BYTES_REMOVED = Counter(
+    "sparkpoint_orphan_checkpoint_bytes_removed_total",
+    "Bytes in the orphaned checkpoint directories the leader deleted.",
+    ["job_id"],
+)
+ORPHAN_SCAN_FAILURES = Counter(
+    "sparkpoint_orphan_scan_failures_total",
+    "Scans for orphaned checkpoint directories that failed (storage or ZooKeeper errors).",
+    ["job_id"],
+)
+ORPHAN_SCANS = Counter(
+    "sparkpoint_orphan_scans_total",
+    "Scans for orphaned checkpoint directories this coordinator ran (only while leader).",
+)
+
 # --- security ----------------------------------------------------------------------------
 REST_REFUSALS = Counter(
     "sparkpoint_rest_refusals_total",

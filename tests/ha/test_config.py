@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from sparkpoint.config import ConfigError, env_name, load_config
+from sparkpoint.ha import ZooKeeperLeaderElection
 
 
 @pytest.mark.parametrize(
@@ -74,3 +76,21 @@ def test_unreadable_file_is_named(tmp_path: Path) -> None:
     bad.write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="not a mapping"):
         load_config(bad, environ={})
+
+
+def test_one_lease_timing_rule_for_configuration_and_election(zk_conn) -> None:
+    renew = "high-availability.lease.renew-interval"
+    takeover = "high-availability.lease.takeover-timeout"
+    rule = "must be at least 3 lease renewal intervals (1.5 s)"
+    with pytest.raises(ConfigError, match=re.escape(rule)):
+        load_config(overrides={renew: "500 ms", takeover: "1 s"}, environ={})
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        ZooKeeperLeaderElection(
+            zk_conn, instance_id="c", renew_interval_s=0.5, takeover_timeout_s=1.0
+        )
+    config = load_config(overrides={renew: "500 ms", takeover: "1500 ms"}, environ={})
+    assert config.zookeeper.takeover_timeout_s == 1.5
+    election = ZooKeeperLeaderElection(
+        zk_conn, instance_id="c", renew_interval_s=0.5, takeover_timeout_s=1.5
+    )
+    assert election.takeover_timeout_s == 1.5

@@ -169,4 +169,6 @@ def test_leader_whose_epoch_was_taken_is_fenced_steps_down_and_requeues(
     )
     assert relead.epoch == stat.version + 2
     assert leader.status()["latch_node"] != node_before
+    # The term is visible a moment before the listener hears of it.
+    wait_until(lambda: len(recorder.events) == 3, timeout=10, message="the new term's grant heard")
     assert [kind for kind, _, _ in recorder.events] == ["granted", "revoked", "granted"]

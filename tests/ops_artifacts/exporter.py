@@ -38,6 +38,12 @@ def record_samples() -> None:
         metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job_id=job).set(1_700_000_000.5)
         metrics.LAST_CHECKPOINT_SIZE.labels(job_id=job).set(4096)
         metrics.RESTORE_FALLBACKS.labels(job_id=job).inc(0)
+        metrics.ORPHAN_DIRECTORIES.labels(job_id=job).set(1)
+        metrics.ORPHAN_BYTES.labels(job_id=job).set(2048)
+        metrics.ORPHAN_DIRECTORIES_REMOVED.labels(job_id=job).inc(3)
+        metrics.ORPHAN_BYTES_REMOVED.labels(job_id=job).inc(6144)
+        metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job).inc(0)
+    metrics.ORPHAN_SCANS.inc(5)
 
 
 def main() -> int:

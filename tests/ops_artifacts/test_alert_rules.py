@@ -54,6 +54,7 @@ EXPECTED_ALERTS = {
     "SparkpointCheckpointOverdue",
     "SparkpointCheckpointDurationHigh",
     "SparkpointRestoreFellBack",
+    "SparkpointOrphanedCheckpointFilesGrowing",
 }
 
 

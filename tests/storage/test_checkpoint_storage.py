@@ -277,6 +277,30 @@ def test_crash_before_metadata_leaves_an_orphan_the_collector_removes(
     assert storage.collect_orphans(JOB, retained_ids={2}, next_checkpoint_id=4) == []
 
 
+def test_a_running_jobs_newest_directories_are_kept_and_age_counts(
+    storage: CheckpointStorage,
+) -> None:
+    for checkpoint_id in (1, 2, 3, 4, 5):
+        storage.init_checkpoint(JOB, checkpoint_id)
+    done = storage.init_checkpoint(JOB, 2)
+    done.commit_metadata(make_checkpoint(done, 2))
+    make_checkpoint(storage.init_checkpoint(JOB, 3), 3)  # state files, no _metadata
+    make_checkpoint(storage.init_checkpoint(JOB, 4), 4)  # the driver's latest snapshot
+    # 5: triggered, nothing written yet. 6 is pending: the limit is 6.
+    everything = storage.find_orphans(JOB, retained_ids={2}, next_checkpoint_id=6)
+    assert [o.checkpoint_id for o in everything] == [1, 3, 4, 5]
+    assert everything[1].size_bytes > 0 and everything[0].size_bytes == 0
+    running = storage.find_orphans(JOB, retained_ids={2}, next_checkpoint_id=6, keep_newest=True)
+    assert [o.checkpoint_id for o in running] == [1, 3]
+    newest = max(o.modified_ms for o in everything)
+    assert (
+        storage.find_orphans(
+            JOB, retained_ids={2}, next_checkpoint_id=6, min_age_ms=60_000, now_ms=newest + 1
+        )
+        == []
+    )
+
+
 def test_orphans_of_an_unknown_job(storage: CheckpointStorage) -> None:
     assert storage.collect_orphans("never-ran", retained_ids=set(), next_checkpoint_id=9) == []
     assert storage.list_checkpoints("never-ran") == []

@@ -164,3 +164,15 @@ class CoordinatorClient:
         path = f"/v1/jobs/{_job(job_id)}/checkpoints/{int(checkpoint_id)}"
         result: dict[str, Any] = self._call("GET", path, idempotent=True)
         return result
+
+    # --- operations -------------------------------------------------------------------
+
+    def collect_orphans(self, *, dry_run: bool, job_id: str | None = None) -> dict[str, Any]:
+        """Run the leader's orphan collector now; its report (see docs/api.md). Repeating
+        it is harmless: what was deleted is no longer found."""
+        body = {"dry_run": dry_run, "job_id": job_id}
+        return dict(self._call("POST", "/v1/checkpoints/orphans", body, idempotent=True))
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """Cancel ``job_id`` for good (its checkpoints, counter and record are removed)."""
+        return dict(self._call("POST", f"/v1/jobs/{_job(job_id)}/cancel", {}, idempotent=True))

@@ -174,6 +174,24 @@ class CheckpointCoordinator:
                     aborted.append(pending.checkpoint_id)
             return aborted
 
+    def cancel(self, reason: str = "cancelled", now_ms: int | None = None) -> list[int]:
+        """End the job for good (CANCELED): abort every pending checkpoint and trigger
+        nothing more. Unlike :meth:`stop` this is global: the service then removes the
+        job's checkpoints, counter and registry record. Returns the ids aborted."""
+        now = self._now(now_ms)
+        with self._lock:
+            self._require_running()
+            if self._state.job_status.is_globally_terminal:
+                return []
+            self._state.job_status = JobStatus.CANCELED
+            self._state.stop_in_progress = None
+            aborted = []
+            for pending in self._tracker.pending():
+                if pending.status is CheckpointStatus.IN_PROGRESS:
+                    self._state.abort(pending, reason, now)
+                    aborted.append(pending.checkpoint_id)
+            return aborted
+
     def close(self, timeout: float = 10.0) -> bool:
         """:meth:`stop`, then let queued deletions finish (if this coordinator owns them)."""
         self.stop()

@@ -145,7 +145,9 @@ class Finalizer:
                     state.abort(pending, reason, self._clock(), notify=False, discard=False)
                 raise
             except HAError as exc:
-                # Fenced or not connected: nothing was written, the files are ours alone.
+                # After PossiblyAppliedError (a subclass, caught above): ZooKeeper refused the
+                # write in a reply, or it was never sent. Nothing was written; the files are
+                # ours alone.
                 with state.lock:
                     reason = f"checkpoint {cid} not added to the store: {exc}"
                     state.abort(pending, reason, self._clock())

@@ -79,6 +79,9 @@ class Transitions:
             return f"coordinator stopped before checkpoint {pending.checkpoint_id} was stored"
         if pending.status is not CheckpointStatus.FINALIZING:
             return f"checkpoint {pending.checkpoint_id} was aborted while finalising"
+        if self.job_status.is_globally_terminal:
+            # The job's store is being removed (docs/architecture.md section 11).
+            return f"job is {self.job_status.value}"
         newer = self.latest_completed_id
         if not pending.is_savepoint and newer is not None and newer > pending.checkpoint_id:
             return f"subsumed by completed checkpoint {newer}"

@@ -1,4 +1,4 @@
-"""High availability: the ZooKeeper client, leader election, fencing, leader retrieval.
+"""High availability: the ZooKeeper client, leader election, fencing, leases.
 
 The only package (with ``counter`` and ``store``) that touches kazoo; everything else sees
 the types and exceptions exported here.
@@ -18,7 +18,6 @@ from sparkpoint.ha.fencing import Fence, Op, read_epoch
 from sparkpoint.ha.leader_info import (
     ContenderInfo,
     LeaderInfo,
-    LeaderRetriever,
     list_contenders,
     read_leader,
 )
@@ -41,7 +40,6 @@ __all__ = [
     "HAError",
     "LeaderElection",
     "LeaderInfo",
-    "LeaderRetriever",
     "Leadership",
     "LeadershipListener",
     "NotConnectedError",

@@ -93,7 +93,6 @@ class ZooKeeperConnection:
         self._state = ConnectionState.LOST
         self._changed = threading.Condition()
         self._listeners: list[Listener] = []
-        self._last_change = time.monotonic()
         self.client.add_listener(self._on_state)
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -178,7 +177,6 @@ class ZooKeeperConnection:
     def _set(self, state: ConnectionState) -> None:
         with self._changed:
             self._state = state
-            self._last_change = time.monotonic()
             self._changed.notify_all()
         metrics.ZOOKEEPER_CONNECTION_STATE.state(state.value)
         log.info("ZooKeeper connection %s", state.value)

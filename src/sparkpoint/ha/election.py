@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from sparkpoint import metrics
+from sparkpoint.config import lease_timing_problem
 from sparkpoint.ha import translate
 from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
 from sparkpoint.ha.errors import (
@@ -33,7 +34,7 @@ from sparkpoint.ha.fencing import Fence, Op, bump_epoch, read_epoch
 from sparkpoint.ha.latch import LatchQueue
 from sparkpoint.ha.leader_info import LeaderInfo
 from sparkpoint.ha.leadership import ContenderState, Leadership, LeadershipListener
-from sparkpoint.ha.lease import LeaseWatch
+from sparkpoint.ha.lease import LeaseView, LeaseWatch, take_over
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +93,10 @@ class ZooKeeperLeaderElection:
         self.suspend_grace_s = (
             conn.settings.session_timeout_s / 3 if suspend_grace_s is None else suspend_grace_s
         )
-        if takeover_timeout_s is not None and takeover_timeout_s < 2 * renew_interval_s:
-            raise ValueError(
-                f"takeover timeout {takeover_timeout_s} s must be at least two renewal "
-                f"intervals ({renew_interval_s} s)"
-            )
+        if takeover_timeout_s is not None:
+            problem = lease_timing_problem(takeover_timeout_s, renew_interval_s)
+            if problem:
+                raise ValueError(f"takeover timeout {takeover_timeout_s:g} s {problem}")
         self.takeover_timeout_s = takeover_timeout_s
         self.lease_margin_s = (
             (takeover_timeout_s or 0.0) / 4 if lease_margin_s is None else lease_margin_s
@@ -234,39 +234,53 @@ class ZooKeeperLeaderElection:
             self._step_down_request = None  # nothing to give up
         if self.conn.state is not ConnectionState.CONNECTED:
             return
+        # The lease is looked at before the queue, so a leader that left the queue and
+        # then released leader/info is seen gone from both.
+        view = self._lease.look(self.conn, self._poke) if self._lease is not None else None
         children = self._latch.queue()
         if children is None:
             self._poke()  # the queue changed under us: look again at once
             return
         node = self._latch.node
         assert node is not None
-        if self._lease is not None:
-            view = self._lease.look(self.conn, self._poke)
-            candidates = [c for c in children if self._latch.owner(c) != view.leader_id]
-            if node in candidates and self._lease.may_take_over(view, candidates.index(node)):
+        if self._lease is not None and view is not None:
+            owners = [self._latch.owner(c) for c in children]
+            candidates = [c for c, o in zip(children, owners, strict=True) if o != view.leader_id]
+            holder_queued = view.holder is not None and view.holder in owners
+            if node in candidates and self._lease.may_take_over(
+                view, candidates.index(node), holder_queued=holder_queued
+            ):
                 why = (
                     f"lease of {view.leader_id} lapsed {view.silent_for:.2f} s ago"
                     if view.leader_id
                     else "no leader"
                 )
                 log.info("%s: %s; taking over", self.instance_id, why)
-                self._try_lead(seen_epoch=view.epoch)
+                self._try_lead(view=view)
             return
         if children[0] == node:
             self._try_lead()
         else:
             self._latch.watch_predecessor(children, self._poke)
 
-    def _try_lead(self, seen_epoch: int | None = None) -> None:
-        seen = read_epoch(self.conn) if seen_epoch is None else seen_epoch
+    def _try_lead(self, view: LeaseView | None = None) -> None:
+        """Bump the epoch: from the head of the queue (no lease) by compare-and-set, or as
+        a lease takeover that also checks leader/info is still what ``view`` judged."""
+        seen = read_epoch(self.conn) if view is None or view.epoch is None else view.epoch
         nonce = uuid.uuid4().hex
         payload = json.dumps(
             {"instance_id": self.instance_id, "nonce": nonce, "at_ms": _now_ms()}
         ).encode()
+        # The lease counts from before the bump: a follower can only see the new epoch
+        # after it, so it always waits longer than this leader may act unrenewed.
+        sent = time.monotonic()
         try:
-            epoch = bump_epoch(self.conn, seen, payload)
-        except ConflictError:
-            log.info("%s: epoch %d was taken by another contender", self.instance_id, seen + 1)
+            if view is None:
+                epoch = bump_epoch(self.conn, seen, payload)
+            else:
+                epoch = take_over(self.conn, view, payload, self._info_bytes(seen + 1))
+        except ConflictError as exc:
+            log.info("%s: not taking epoch %d: %s", self.instance_id, seen + 1, exc)
             return
         except PossiblyAppliedError:
             with translate.reads("re-reading leader epoch"):
@@ -280,7 +294,6 @@ class ZooKeeperLeaderElection:
         self._since_ms = _now_ms()
         self._renewals = 0
         self._suspended_since = None
-        sent = time.monotonic()
         try:
             self._publish(first=True)
         except (FencedError, HAError) as exc:
@@ -296,17 +309,20 @@ class ZooKeeperLeaderElection:
         log.info("%s: leader with epoch %d", self.instance_id, epoch)
         self._listener.leadership_granted(leadership)
 
-    def _publish(self, *, first: bool) -> None:
-        lead = self._leadership
-        assert lead is not None
-        info = LeaderInfo(
+    def _info_bytes(self, epoch: int) -> bytes:
+        return LeaderInfo(
             instance_id=self.instance_id,
             address=self.address,
-            epoch=lead.epoch,
+            epoch=epoch,
             since_ms=self._since_ms,
             renewals=self._renewals,
             renewed_ms=_now_ms(),
         ).to_bytes()
+
+    def _publish(self, *, first: bool) -> None:
+        lead = self._leadership
+        assert lead is not None
+        info = self._info_bytes(lead.epoch)
         path = self.conn.paths.leader_info
         if not first:
             try:
@@ -420,6 +436,10 @@ class ZooKeeperLeaderElection:
     def _leave(self) -> None:
         lead = self._leadership
         if lead is not None and self.conn.state is ConnectionState.CONNECTED:
+            # Stop acting and leave the queue before releasing the lease: a follower that
+            # sees leader/info gone then also sees the holder gone, and goes at once.
+            lead._suspend()
+            self._latch.leave(self.instance_id)
             try:
                 lead.fence.commit([Op.delete(self.conn.paths.leader_info)], "releasing leader info")
             except HAError as exc:

@@ -72,9 +72,11 @@ class Fence:
     def commit(self, ops: list[Op], what: str) -> list[Any]:
         """Run ``ops`` after ``check(leader/epoch, E)`` as one transaction.
 
-        Raises FencedError if the epoch moved on (nothing written), ConflictError if one of
-        ``ops`` lost a compare-and-set (nothing written), PossiblyAppliedError if the
-        connection dropped mid-flight, NotConnectedError if nothing could be sent.
+        Raises FencedError if ZooKeeper refused it because the epoch moved on, ConflictError
+        if it refused it because one of ``ops`` lost a compare-and-set, NotConnectedError if
+        it was never sent — nothing was written in these three cases, and only in them.
+        Anything else (no reply, connection lost mid-flight) raises PossiblyAppliedError:
+        the write may or may not have been applied, and stays in doubt up to the caller.
         """
         if self.is_fenced:
             raise self._fenced_error(what, None)
@@ -97,12 +99,17 @@ class Fence:
             with translate.writes(what):
                 # Bounded wait: an unanswered transaction is in doubt, never waited on forever.
                 results = tx.commit_async().get(timeout=self.conn.settings.session_timeout_s)
-        except PossiblyAppliedError:
-            # In doubt: re-read the epoch. If it moved on, the check would have refused the
-            # write had it reached the server in time, and we are deposed either way.
+        except PossiblyAppliedError as exc:
+            # A moved epoch does not make the write refused: it may have landed before the
+            # successor's bump. It does mean we are deposed, so step down — but the error
+            # stays the in-doubt one, so nobody discards what the write may have published.
             current = self._current_epoch(wait_reconnect=True)
             if current is not None and current != self.epoch:
-                raise self._fenced_error(what, current) from None
+                self._mark_fenced(self._fenced_error_of(what, current, in_doubt=True))
+                raise PossiblyAppliedError(
+                    f"{exc}; meanwhile the epoch moved from {self.epoch} to {current}: this "
+                    "coordinator is deposed"
+                ) from exc
             raise
         failures = [(i, r) for i, r in enumerate(results) if isinstance(r, Exception)]
         if not failures:
@@ -132,12 +139,21 @@ class Fence:
             return None
 
     def _fenced_error(self, what: str, current: int | None) -> FencedError:
-        error = FencedError(
+        """The error of a write ZooKeeper refused (or that was never sent once fenced)."""
+        error = self._fenced_error_of(what, current, in_doubt=False)
+        self._mark_fenced(error)
+        return error
+
+    def _fenced_error_of(self, what: str, current: int | None, *, in_doubt: bool) -> FencedError:
+        outcome = "it may or may not have been applied" if in_doubt else "nothing was written"
+        return FencedError(
             f"{what}: fenced — this coordinator led epoch {self.epoch}, the current epoch is "
-            f"{current if current is not None else 'unknown'}; nothing was written",
+            f"{current if current is not None else 'unknown'}; {outcome}",
             expected_epoch=self.epoch,
             current_epoch=current,
         )
+
+    def _mark_fenced(self, error: FencedError) -> None:
         first = not self._fenced.is_set()
         self._fenced.set()
         metrics.FENCED_WRITES.inc()
@@ -145,7 +161,6 @@ class Fence:
             log.warning("%s", error)
             if self.on_fenced is not None:
                 self.on_fenced(error)
-        return error
 
 
 def read_epoch(conn: ZooKeeperConnection) -> int:

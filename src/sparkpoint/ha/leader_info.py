@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -41,10 +40,6 @@ class ContenderInfo:
     node: str
     instance_id: str
     address: str
-
-    @property
-    def sequence(self) -> int:
-        return sequence_of(self.node)
 
 
 def sequence_of(node: str) -> int:
@@ -85,23 +80,3 @@ def list_contenders(conn: ZooKeeperConnection) -> list[ContenderInfo]:
             except (ValueError, KeyError, TypeError):
                 contenders.append(ContenderInfo(node, "?", "?"))
     return contenders
-
-
-class LeaderRetriever:
-    """Watches leader/info and calls ``on_change`` with the new leader (or None)."""
-
-    def __init__(
-        self, conn: ZooKeeperConnection, on_change: Callable[[LeaderInfo | None], None]
-    ) -> None:
-        self._on_change = on_change
-        self._last: LeaderInfo | None = None
-        conn.client.DataWatch(conn.paths.leader_info, self._watch)
-
-    @property
-    def leader(self) -> LeaderInfo | None:
-        return self._last
-
-    def _watch(self, data: bytes | None, _stat: object) -> None:
-        info = LeaderInfo.from_bytes(data) if data else None
-        self._last = info
-        self._on_change(info)

@@ -1,21 +1,24 @@
-"""Watching the leader's lease from a follower (DESIGN.md section 3, leases).
+"""Watching the leader's lease from a follower, and taking over (docs/ha.md, leases).
 
 The leader renews leader/info every renewal interval. A follower that sees no renewal
-for the takeover timeout, on its own monotonic clock, may take over by a compare-and-set
-on leader/epoch from the version it saw — so at most one follower wins, and a leader that
-renewed after all keeps its epoch.
+for the takeover timeout, on its own monotonic clock, may take over — by one transaction
+that checks leader/info is still the version it judged and compares-and-sets leader/epoch
+from the version it saw. So at most one follower wins, and a renewal that lands between
+the look and the takeover makes the takeover fail: the renewed leader keeps its epoch.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from sparkpoint.ha import translate
 from sparkpoint.ha.connection import ZooKeeperConnection
+from sparkpoint.ha.errors import ConflictError, HAError
 from sparkpoint.ha.leader_info import LeaderInfo
 
 
@@ -27,6 +30,8 @@ class LeaseView:
     leader_id: str | None  # the leader whose lease is current or lapsed; None: no leader
     silent_for: float  # seconds since the lease last changed, on this follower's clock
     live: bool  # a leader holds the current epoch and renewed within the takeover timeout
+    info_version: int | None = None  # data version of leader/info judged; None: absent
+    holder: str | None = None  # who won the current epoch (from leader/epoch's payload)
 
 
 class LeaseWatch:
@@ -41,14 +46,25 @@ class LeaseWatch:
         paths = conn.paths
         with translate.reads("reading the leader lease"):
             try:
-                raw, _ = conn.retry(conn.client.get, paths.leader_info)
+                raw, info_stat = conn.retry(conn.client.get, paths.leader_info)
             except NoNodeError:
-                raw = None
-            epoch_stat = conn.retry(conn.client.exists, paths.epoch)
+                raw, info_stat = None, None
+            try:
+                epoch_raw, epoch_stat = conn.retry(conn.client.get, paths.epoch)
+            except NoNodeError:
+                epoch_raw, epoch_stat = b"", None
             conn.client.exists(paths.leader_info, watch=wake)
         epoch = epoch_stat.version if epoch_stat is not None else None
         info = LeaderInfo.from_bytes(raw) if raw else None
-        return self.observe(info, epoch, time.monotonic())
+        view = self.observe(info, epoch, time.monotonic())
+        return LeaseView(
+            epoch=view.epoch,
+            leader_id=view.leader_id,
+            silent_for=view.silent_for,
+            live=view.live,
+            info_version=info_stat.version if info_stat is not None else None,
+            holder=_holder(epoch_raw),
+        )
 
     def observe(self, info: LeaderInfo | None, epoch: int | None, now: float) -> LeaseView:
         current = info if info is not None and info.epoch == epoch else None
@@ -65,15 +81,61 @@ class LeaseWatch:
             live=current is not None and silent_for < self.takeover_timeout_s,
         )
 
-    def may_take_over(self, view: LeaseView, rank: int) -> bool:
+    def may_take_over(self, view: LeaseView, rank: int, *, holder_queued: bool = False) -> bool:
         """Whether the follower ``rank``-th in line (the silent leader left out) goes now.
 
         The first goes first; each one behind gives those ahead a renewal interval's head
-        start, so they rarely collide (and the epoch CAS makes a collision harmless). A
-        leader that just won the epoch publishes its info one round trip later, so even
-        "no leader at all" waits a moment before counting as such.
+        start, so they rarely collide (and the takeover transaction makes a collision
+        harmless). Without a current leader/info the epoch's holder may still be alive
+        and about to publish (``holder_queued``: it still has a latch node): its lease
+        counts from before its epoch bump, so it too gets the whole takeover timeout. Only
+        when the holder is gone (or there never was one) does "no leader" go at once —
+        after a moment, since a winner publishes its info one round trip after its bump.
         """
         if view.live:
             return False
-        head_start = self.takeover_timeout_s if view.leader_id else min(0.1, self.renew_interval_s)
+        full = view.leader_id is not None or holder_queued
+        head_start = self.takeover_timeout_s if full else min(0.1, self.renew_interval_s)
         return view.silent_for >= head_start + rank * self.renew_interval_s
+
+
+def take_over(
+    conn: ZooKeeperConnection, view: LeaseView, payload: bytes, info_if_absent: bytes
+) -> int:
+    """Bump leader/epoch from ``view.epoch`` in one transaction with a check that
+    leader/info is still what the follower judged; return the new epoch.
+
+    leader/info present: ``check(leader/info, version judged)``. Absent:
+    ``create(leader/info, info_if_absent)`` (ephemeral, ours) — a check cannot test absence,
+    but a create fails if a leader re-published in between. Raises ConflictError when either
+    part fails (look again), PossiblyAppliedError when the outcome is unknown.
+    """
+    if view.epoch is None:
+        raise HAError("no leader/epoch to take over")
+    paths = conn.paths
+    conn.require_connected()
+    tx = conn.client.transaction()
+    if view.info_version is not None:
+        tx.check(paths.leader_info, view.info_version)
+    else:
+        tx.create(paths.leader_info, info_if_absent, ephemeral=True)
+    tx.set_data(paths.epoch, payload, version=view.epoch)
+    with translate.writes("taking over the leader epoch"):
+        results = tx.commit_async().get(timeout=conn.settings.session_timeout_s)
+    failures = [r for r in results if isinstance(r, Exception)]
+    if not failures:
+        return int(results[1].version)
+    if any(isinstance(r, BadVersionError | NoNodeError | NodeExistsError) for r in failures):
+        raise ConflictError(
+            f"takeover from epoch {view.epoch} refused: the lease or the epoch moved "
+            f"({', '.join(type(r).__name__ for r in failures)})"
+        )
+    raise HAError(f"takeover from epoch {view.epoch} failed: {failures}")
+
+
+def _holder(raw: bytes) -> str | None:
+    try:
+        holder = json.loads(raw.decode()).get("instance_id")
+    except (ValueError, AttributeError):
+        return None
+    return holder if isinstance(holder, str) else None

@@ -15,6 +15,7 @@ from kazoo.exceptions import (
     NotEmptyError,
     OperationTimeoutError,
     SessionExpiredError,
+    ZookeeperError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import RetryFailedError
@@ -44,27 +45,23 @@ def reads(what: str) -> Iterator[None]:
 
 @contextmanager
 def writes(what: str) -> Iterator[None]:
-    """Translate failures of a single, non-retried write."""
+    """Translate failures of a single, non-retried write.
+
+    Refused (nothing written) only when ZooKeeper said so in a reply, or when the client
+    refused before sending; every other failure leaves the write in doubt.
+    """
     try:
         yield
     except ConnectionClosedError as exc:
-        # The client refused before sending anything.
+        # The client is closed and refused before sending anything.
         raise NotConnectedError(f"{what}: not connected to ZooKeeper") from exc
-    except _IN_DOUBT as exc:
+    except (BadVersionError, NodeExistsError, NoNodeError, NotEmptyError) as exc:
+        raise ConflictError(f"{what}: {type(exc).__name__}") from exc
+    except (*_IN_DOUBT, KazooException) as exc:
+        if isinstance(exc, ZookeeperError) and not isinstance(exc, _IN_DOUBT):
+            # Any other error code is the server's reply: refused.
+            raise HAError(f"{what}: {type(exc).__name__} {exc}") from exc
         raise PossiblyAppliedError(
             f"{what}: connection dropped mid-write ({type(exc).__name__}); it may or may not "
             "have been applied"
         ) from exc
-    except (BadVersionError, NodeExistsError, NoNodeError, NotEmptyError) as exc:
-        raise ConflictError(f"{what}: {type(exc).__name__}") from exc
-    except KazooException as exc:
-        raise HAError(f"{what}: {type(exc).__name__} {exc}") from exc
-
-
-def conflict_name(exc: BaseException) -> str:
-    """A short name for a failed operation inside a transaction."""
-    return type(exc).__name__
-
-
-def is_conflict(exc: BaseException) -> bool:
-    return isinstance(exc, BadVersionError | NodeExistsError | NoNodeError | NotEmptyError)

@@ -22,10 +22,12 @@ def _register_commands() -> None:
     # Each command group lives in its own module; this is the only place that lists them.
     from sparkpoint.ops.cli_demo import demo
     from sparkpoint.ops.cli_drill import drill_group
+    from sparkpoint.ops.cli_housekeeping import cancel_command, gc_command
     from sparkpoint.ops.cli_metadata import metadata_group
     from sparkpoint.ops.cli_restore import restore
     from sparkpoint.ops.cli_service import coordinator_group
     from sparkpoint.ops.cli_status import COMMANDS as STATUS_COMMANDS
+    from sparkpoint.ops.cli_status import checkpoints_group, jobs_group
     from sparkpoint.ops.cli_zookeeper import zookeeper_group
 
     main.add_command(demo)
@@ -34,6 +36,8 @@ def _register_commands() -> None:
     main.add_command(restore)
     main.add_command(zookeeper_group)
     main.add_command(coordinator_group)
+    checkpoints_group.add_command(gc_command)
+    jobs_group.add_command(cancel_command)
     for command in STATUS_COMMANDS:
         main.add_command(command)
 

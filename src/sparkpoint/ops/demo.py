@@ -164,6 +164,10 @@ class Demo:
             "state.savepoints.dir": str(opts.directory / "savepoints"),
             # A demo on loopback: no tokens (each replica says so in its log at start).
             "rest.auth.enabled": "false",
+            # A leader killed every few seconds leaves an orphan each time: collect them
+            # within the demo's lifetime, not after the product's ten minutes.
+            "state.checkpoints.orphan-cleanup.grace-period": "3 s",
+            "state.checkpoints.orphan-cleanup.interval": "500 ms",
         }
         command = [sys.executable, "-m", "sparkpoint", "coordinator", "run",
                    "--zookeeper", self.zk.connect_string, "--cluster-id", CLUSTER,

@@ -83,6 +83,8 @@ class Replica:
             option_defaults=self._option_defaults,
             heartbeat_timeout_s=self.config.service.heartbeat_timeout_s,
             cleanup=self.cleanup,
+            orphan_grace_s=self.config.store.orphan_grace_s,
+            orphan_interval_s=self.config.store.orphan_scan_interval_s,
         )
         with self._lock:
             self._term = term
@@ -99,6 +101,10 @@ class Replica:
         log.warning("%s: leadership of epoch %d lost: %s", self.instance_id, term.epoch, reason)
 
     # --- what the API asks ------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Run the worker's next round now (a job changed status)."""
+        self._wake.set()
 
     @property
     def term(self) -> Term | None:

@@ -15,13 +15,15 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from sparkpoint.checkpoint import JobGraph, JobStatus
+from sparkpoint.checkpoint import CheckpointPointer, JobGraph, JobStatus
 from sparkpoint.coordinator import CheckpointCoordinator, CleanupWorker, CoordinatorStoppedError
 from sparkpoint.ha import Leadership
 from sparkpoint.service.backend import Backend
 from sparkpoint.service.errors import JobGraphConflictError, NotLeaderError, UnknownJobError
+from sparkpoint.service.lifecycle import end_job
 from sparkpoint.service.notices import term_base
 from sparkpoint.service.options import job_options
+from sparkpoint.service.orphans import OrphanCollector
 from sparkpoint.service.session import JobSession
 from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store import JobRecord
@@ -29,7 +31,13 @@ from sparkpoint.store import JobRecord
 log = logging.getLogger(__name__)
 
 #: Statuses a job record keeps in the registry so followers and the next leader see them.
-_PERSISTED = {JobStatus.RUNNING, JobStatus.FAILING, JobStatus.FINISHED}
+_PERSISTED = {
+    JobStatus.RUNNING,
+    JobStatus.FAILING,
+    JobStatus.FINISHED,
+    JobStatus.CANCELED,
+    JobStatus.FAILED,
+}
 
 
 class Term:
@@ -42,6 +50,8 @@ class Term:
         option_defaults: Mapping[str, int],
         heartbeat_timeout_s: float,
         cleanup: CleanupWorker,
+        orphan_grace_s: float = 600.0,
+        orphan_interval_s: float = 60.0,
     ) -> None:
         self.leadership = leadership
         self.epoch = leadership.epoch
@@ -57,6 +67,9 @@ class Term:
         self._sessions: dict[str, JobSession] = {}
         self._lock = threading.RLock()
         self._register_lock = threading.Lock()
+        self.orphans = OrphanCollector(
+            self, grace_period_s=orphan_grace_s, interval_s=orphan_interval_s
+        )
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -65,6 +78,8 @@ class Term:
         (the replica steps down); a job that cannot be opened otherwise is logged."""
         for record in self.registry.list():
             if record.status.is_globally_terminal:
+                # Its previous leader died while removing it: finish the removal.
+                self._end(record.job_id, record.status)
                 continue
             try:
                 session = self._open(record, term_base(self.epoch))
@@ -78,6 +93,7 @@ class Term:
                 self._sessions[record.job_id] = session
             log.info("resumed job %s (epoch %d)", record.job_id, self.epoch)
         self.ready.set()
+        self.orphans.start()  # only now: the stores of every job have been read
 
     def close(self, reason: str) -> None:
         """Stop every coordinator now (pending checkpoints aborted, none completed)."""
@@ -85,6 +101,7 @@ class Term:
             self.closed = True
             self.close_reason = reason
             sessions = list(self._sessions.values())
+        self.orphans.stop()
         for session in sessions:
             session.coordinator.stop(f"leadership lost: {reason}")
 
@@ -100,6 +117,10 @@ class Term:
             self._persist_status(session)
 
     # --- jobs -------------------------------------------------------------------------
+
+    def retained_now(self, job_id: str) -> list[CheckpointPointer]:
+        """The job's retained checkpoints as ZooKeeper holds them now (a fresh read)."""
+        return self._backend.retained(job_id)
 
     def sessions(self) -> list[JobSession]:
         with self._lock:
@@ -188,3 +209,22 @@ class Term:
         self.registry.put(record)
         session.record = record
         session.persisted_status = status
+        if status.is_globally_terminal:
+            # The session stays in memory so the driver still hears how its job ended.
+            self._end(record.job_id, status, session)
+
+    def _end(self, job_id: str, status: JobStatus, session: JobSession | None = None) -> None:
+        if session is not None:
+            counter, store = session.counter, session.store
+        else:
+            counter = self._backend.counter(job_id, self.leadership)
+            store = self._backend.store(job_id, self.leadership, self._defaults["max_retained"])
+        end_job(
+            job_id,
+            status,
+            store=store,
+            counter=counter,
+            registry=self.registry,
+            storage=self.storage,
+            cleanup=self._cleanup,
+        )

@@ -7,6 +7,7 @@ The only package that imports ``hdfs``.
 from sparkpoint.storage.checkpoint_storage import (
     DEFAULT_INLINE_THRESHOLD,
     CheckpointStorage,
+    OrphanDirectory,
     checkpoint_dir_name,
 )
 from sparkpoint.storage.errors import (
@@ -40,6 +41,7 @@ __all__ = [
     "FileStatus",
     "FileSystem",
     "LoadedMetadata",
+    "OrphanDirectory",
     "OutputFile",
     "PathOutsideRoot",
     "StateOutputStream",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from sparkpoint.checkpoint import (
@@ -27,7 +29,7 @@ from sparkpoint.storage.errors import (
     PathOutsideRoot,
     StorageError,
 )
-from sparkpoint.storage.filesystem import FileSystem
+from sparkpoint.storage.filesystem import FileStatus, FileSystem
 from sparkpoint.storage.location import METADATA_FILE_NAME, CheckpointLocation
 from sparkpoint.storage.registry import filesystem_for
 from sparkpoint.storage.uri import Uri, parse
@@ -190,28 +192,109 @@ class CheckpointStorage:
             )
         self._fs.delete(str(directory), recursive=True)
 
+    def find_orphans(
+        self,
+        job_id: str,
+        *,
+        retained_ids: set[int],
+        next_checkpoint_id: int,
+        min_age_ms: int = 0,
+        now_ms: int | None = None,
+        keep_newest: bool = False,
+    ) -> list[OrphanDirectory]:
+        """Checkpoint directories no store pointer refers to (``retained_ids``) with an id
+        below ``next_checkpoint_id``, untouched for at least ``min_age_ms``: left by a crash
+        between state files and `_metadata`, by an aborted checkpoint, or by a discard that
+        did not finish. Only ``chk-<n>`` directories are considered: never ``shared/``,
+        never anything else a user put there, never a savepoint (those live elsewhere).
+
+        ``next_checkpoint_id`` is the counter's next id, or the lowest id still in flight
+        when a checkpoint is pending (its directory is not an orphan yet). The age is the
+        newest modification time of the directory and the files in it, so a directory
+        somebody still writes into stays young.
+
+        ``keep_newest`` (while the job runs) also keeps, below ``next_checkpoint_id``, the
+        newest directory and the newest one holding files: a driver may still be writing
+        its snapshot into the first, and it reads its running state back from its latest
+        snapshot, completed or not, until a newer snapshot replaces it.
+        """
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        listed: list[tuple[int, Uri, FileStatus, list[FileStatus]]] = []
+        for checkpoint_id, directory in self._checkpoint_dirs(job_id):
+            if checkpoint_id >= next_checkpoint_id:
+                continue
+            try:
+                status = self._fs.status(str(directory))
+                entries = self._fs.list(str(directory))
+            except FileNotFound:
+                continue  # deleted meanwhile (a discard that was still running)
+            listed.append((checkpoint_id, directory, status, entries))
+        kept: set[int] = set()
+        if keep_newest and listed:
+            kept.add(listed[-1][0])
+            with_files = [
+                cid for cid, _, _, entries in listed if any(not e.is_dir for e in entries)
+            ]
+            kept.update(with_files[-1:])
+        orphans = []
+        for checkpoint_id, directory, status, entries in listed:
+            if checkpoint_id in retained_ids or checkpoint_id in kept:
+                continue
+            modified = max(
+                [status.modification_time_ms, *(e.modification_time_ms for e in entries)]
+            )
+            if now - modified < min_age_ms:
+                continue
+            size = sum(e.size for e in entries if not e.is_dir)
+            orphans.append(OrphanDirectory(checkpoint_id, str(directory), size, modified))
+        return orphans
+
+    def delete_orphan(self, job_id: str, orphan: OrphanDirectory) -> bool:
+        """Delete one directory :meth:`find_orphans` returned for ``job_id``. Refuses any
+        path that is not this storage's ``chk-<id>`` directory of that job."""
+        expected = self.checkpoint_directory(job_id, orphan.checkpoint_id)
+        if parse(orphan.path).path != parse(expected).path:
+            raise PathOutsideRoot(
+                f"refusing to delete {orphan.path}: not checkpoint directory {expected}",
+                path=orphan.path,
+            )
+        return self._fs.delete(expected, recursive=True)
+
     def collect_orphans(
         self,
         job_id: str,
         *,
         retained_ids: set[int],
         next_checkpoint_id: int,
+        min_age_ms: int = 0,
         dry_run: bool = True,
     ) -> list[str]:
-        """Checkpoint directories no store pointer refers to (``retained_ids``) with an id
-        below ``next_checkpoint_id``: left by a crash between state files and `_metadata`,
-        by an aborted checkpoint, or by a discard that did not finish. Deleted only when
-        ``dry_run`` is False.
-
-        ``next_checkpoint_id`` is the counter's next id, or the lowest id still in flight
-        when a checkpoint is pending (its directory is not an orphan yet).
-        """
-        orphans = [
-            str(directory)
-            for checkpoint_id, directory in self._checkpoint_dirs(job_id)
-            if checkpoint_id not in retained_ids and checkpoint_id < next_checkpoint_id
-        ]
+        """The paths :meth:`find_orphans` finds; deleted only when ``dry_run`` is False."""
+        orphans = self.find_orphans(
+            job_id,
+            retained_ids=retained_ids,
+            next_checkpoint_id=next_checkpoint_id,
+            min_age_ms=min_age_ms,
+        )
         if not dry_run:
-            for directory in orphans:
-                self._fs.delete(directory, recursive=True)
-        return orphans
+            for orphan in orphans:
+                self.delete_orphan(job_id, orphan)
+        return [orphan.path for orphan in orphans]
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanDirectory:
+    """A ``chk-<id>`` directory no retained or pending checkpoint owns."""
+
+    checkpoint_id: int
+    path: str
+    size_bytes: int
+    modified_ms: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "checkpoint_id": self.checkpoint_id,
+            "path": self.path,
+            "size_bytes": self.size_bytes,
+            "modified_ms": self.modified_ms,
+        }

@@ -59,6 +59,7 @@ class ZooKeeperCompletedCheckpointStore:
         self._dir = conn.paths.job_checkpoints(job_id)
         self._retained: list[CheckpointPointer] = []
         self._parents_exist = False  # saves a round trip per add once the job's node exists
+        self._stale = False  # an add ended in doubt: re-read before trusting _retained
         #: Pointers skipped by the last recover() because they could not be read.
         self.unreadable: list[str] = []
 
@@ -96,6 +97,7 @@ class ZooKeeperCompletedCheckpointStore:
                 pointers.append(pointer)
         pointers.sort(key=lambda p: p.checkpoint_id)
         self._retained = pointers
+        self._stale = False
         self.unreadable = unreadable
         metrics.STORE_RECOVERY_DURATION.observe(time.monotonic() - started)
         return list(pointers)
@@ -126,6 +128,8 @@ class ZooKeeperCompletedCheckpointStore:
                 f"checkpoint of job {pointer.job_id} offered to the store of job {self._job_id}"
             )
         fence = self._require_fence()
+        if self._stale:
+            self.recover()
         check_can_add(self._retained, pointer)
         subsumed = subsumed_by_adding(self._retained, self._max_retained)
         path = self._conn.paths.checkpoint(self._job_id, pointer.checkpoint_id)
@@ -145,11 +149,16 @@ class ZooKeeperCompletedCheckpointStore:
             # ZooKeeper disagrees with our view (someone else wrote): re-read, then refuse.
             self._parents_exist = False
             self.recover()
+            # If a pointer with this id is there after all, the files are its files.
+            check_can_add(self._retained, pointer)
             raise CheckpointStoreError(
                 f"{exc}; the store was re-read, nothing was changed"
             ) from exc
-        except PossiblyAppliedError:
-            if not self._applied(path, pointer):
+        except PossiblyAppliedError as exc:
+            # Our view of the store is stale whatever the outcome: re-read before the next add.
+            self._parents_exist = False
+            self._stale = True
+            if not self._applied(path, pointer, exc):
                 raise
             log.warning("%s: in-doubt write turned out applied", what)
         self._parents_exist = True
@@ -157,14 +166,23 @@ class ZooKeeperCompletedCheckpointStore:
         self._discard(subsumed, discarder)
         return subsumed
 
-    def _applied(self, path: str, pointer: CheckpointPointer) -> bool:
-        """After an in-doubt add: did our exact pointer land?"""
+    def _applied(self, path: str, pointer: CheckpointPointer, cause: PossiblyAppliedError) -> bool:
+        """After an in-doubt add: did our exact pointer land? False means "not seen" (the
+        caller re-raises the in-doubt error); a re-read that fails leaves it in doubt too."""
         try:
             with translate.reads(f"re-reading {path}"):
-                raw, _ = self._conn.retry(self._conn.client.get, path)
-        except NoNodeError:
+                try:
+                    raw, _ = self._conn.retry(self._conn.client.get, path)
+                except NoNodeError:
+                    return False
+        except HAError as exc:
+            raise PossiblyAppliedError(
+                f"{cause}; re-reading {path} failed too ({exc}): still in doubt"
+            ) from exc
+        if raw != pointer.to_bytes():
             return False
-        return raw == pointer.to_bytes()
+        self._stale = False
+        return True
 
     def shutdown(self, job_status: JobStatus, discarder: CheckpointDiscarder | None = None) -> None:
         """On a globally terminal status remove every pointer (and discard the files);

@@ -35,6 +35,8 @@ class ReplicaSettings:
     # exactly-once check restarts the driver once, on purpose: tolerate a few declined
     # checkpoints so the job is not marked failing for it (the next checkpoint completes).
     tolerable_failed_checkpoints: int = 3
+    # Every kill leaves an orphan; collect it within the drill (the product waits 10 min).
+    orphan_grace_s: float = 3.0
 
     def as_sets(self) -> dict[str, str]:
         return {
@@ -43,6 +45,8 @@ class ReplicaSettings:
             "high-availability.lease.renew-interval": f"{self.renew_interval_s * 1000:g} ms",
             "high-availability.lease.takeover-timeout": f"{self.takeover_timeout_s:g} s",
             "state.checkpoints.num-retained": str(self.num_retained),
+            "state.checkpoints.orphan-cleanup.grace-period": f"{self.orphan_grace_s:g} s",
+            "state.checkpoints.orphan-cleanup.interval": "500 ms",
             "heartbeat.timeout": "10 s",
             # Local child processes on loopback, driven by this process: no tokens.
             "rest.auth.enabled": "false",

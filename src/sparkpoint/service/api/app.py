@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import Depends, FastAPI
 
 from sparkpoint import __version__
-from sparkpoint.service.api import audit, auth, driver, errors, status
+from sparkpoint.service.api import audit, auth, driver, errors, lifecycle, orphans, status
 from sparkpoint.service.api.limits import MAX_BODY_BYTES, BodyLimit
 from sparkpoint.service.replica import Replica
 
@@ -23,6 +23,8 @@ def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fas
     auth.install(app, replica.config.security)
     app.include_router(driver.router)
     app.include_router(status.router)
+    app.include_router(orphans.router)
+    app.include_router(lifecycle.router)
     app.include_router(status.probes)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(audit.AuditLog)

@@ -1,0 +1,238 @@
+"""The leader's collector of orphaned checkpoint directories (docs/architecture.md section 12).
+
+Every failover and every crash between state files and `_metadata` leaves a ``chk-<id>``
+directory that no completed checkpoint owns; so does a discard that did not finish. The
+leader of a term, and only it, deletes them: it has read the job's store, so it knows
+what is retained, and it knows what it has pending itself. A directory of a job is
+garbage when
+
+- no retained checkpoint has its id (the store as the leader knows it, and as ZooKeeper
+  holds it now: a fresh read),
+- its id is below every id this term has pending and below the counter's next id,
+- it is not the newest directory, nor the newest one holding files: a driver may still be
+  writing into the first, and reads its running state back from the second (its latest
+  snapshot, completed or not) until a newer snapshot replaces it,
+- nothing in it changed for the grace period (``state.checkpoints.orphan-cleanup.
+  grace-period``): whoever might still write into it — a driver finishing a snapshot for
+  a checkpoint of the previous term — has long stopped.
+
+The counter, the pending ids and the store are read in that order: any id issued after
+the counter read is above it, anything pending at the second read is kept, and a
+checkpoint that completed meanwhile left pending only once its pointer was in the store,
+where the third read finds it.
+Savepoints live elsewhere and ``shared/`` and anything not named ``chk-<n>`` are never
+looked at. A follower has no term and so no collector: it deletes nothing.
+
+The collector runs on its own thread every ``state.checkpoints.orphan-cleanup.interval``,
+never on the tick loop, so deleting (slow on HDFS) never holds up a trigger or an ack.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sparkpoint import metrics
+from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
+from sparkpoint.ha import HAError
+from sparkpoint.storage import OrphanDirectory
+
+if TYPE_CHECKING:
+    from sparkpoint.service.session import JobSession
+    from sparkpoint.service.term import Term
+
+log = logging.getLogger(__name__)
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class JobOrphans:
+    """One job's scan: what the rules saw and what they decided."""
+
+    job_id: str
+    retained: tuple[int, ...] = ()
+    pending: tuple[int, ...] = ()
+    next_checkpoint_id: int | None = None
+    #: Orphans past the grace period: deleted (or, in a dry run, to be deleted).
+    removed: tuple[OrphanDirectory, ...] = ()
+    #: Orphans still inside the grace period: kept for now.
+    young: tuple[OrphanDirectory, ...] = ()
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "retained": list(self.retained),
+            "pending": list(self.pending),
+            "next_checkpoint_id": self.next_checkpoint_id,
+            "removed": [o.to_dict() for o in self.removed],
+            "removed_bytes": sum(o.size_bytes for o in self.removed),
+            "young": [o.to_dict() for o in self.young],
+            "young_bytes": sum(o.size_bytes for o in self.young),
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionReport:
+    dry_run: bool
+    epoch: int
+    grace_period_s: float
+    checkpoint_dir: str
+    jobs: tuple[JobOrphans, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "epoch": self.epoch,
+            "grace_period_s": self.grace_period_s,
+            "checkpoint_dir": self.checkpoint_dir,
+            "jobs": [job.to_dict() for job in self.jobs],
+        }
+
+
+class OrphanCollector:
+    """Collects the orphans of every job of one term. Thread-safe: a scan requested over
+    the API and the periodic one never run at the same time."""
+
+    def __init__(
+        self,
+        term: Term,
+        *,
+        grace_period_s: float,
+        interval_s: float,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self._term = term
+        self.grace_period_s = grace_period_s
+        self._interval_s = interval_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(
+            target=self._run, name=f"sparkpoint-orphans-{self._term.epoch}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the directory being deleted (never blocks on the thread). The gauges
+        go too: only a leader reports orphans."""
+        self._stop.set()
+        for session in self._term.sessions():
+            for gauge in (metrics.ORPHAN_DIRECTORIES, metrics.ORPHAN_BYTES):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(session.job_id)
+
+    def collect(self, *, dry_run: bool, job_ids: Iterable[str] | None = None) -> CollectionReport:
+        """Scan every job of the term (or ``job_ids``); delete what is garbage unless
+        ``dry_run``. A job that cannot be scanned is reported with its error, not raised."""
+        term = self._term
+        wanted = set(job_ids) if job_ids is not None else None
+        with self._lock:
+            sessions = [
+                s
+                for s in term.sessions()
+                if (wanted is None or s.job_id in wanted)
+                and not s.job_status().is_globally_terminal  # its removal took its files
+            ]
+            jobs = tuple(self._collect_job(s, dry_run=dry_run) for s in sessions)
+            metrics.ORPHAN_SCANS.inc()
+        return CollectionReport(
+            dry_run=dry_run,
+            epoch=term.epoch,
+            grace_period_s=self.grace_period_s,
+            checkpoint_dir=term.storage.checkpoint_dir,
+            jobs=jobs,
+        )
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        term = self._term
+        while not self._stop.wait(self._interval_s):
+            if term.closed:
+                return
+            if not term.ready.is_set() or not term.leadership.can_act():
+                continue
+            try:
+                self.collect(dry_run=False)
+            except Exception:  # a bug must not end the thread and let orphans pile up
+                log.exception("orphan collection of epoch %d failed", term.epoch)
+
+    def _collect_job(self, session: JobSession, *, dry_run: bool) -> JobOrphans:
+        job_id = session.job_id
+        term = self._term
+        try:
+            # Order matters; see the module docstring.
+            next_id = session.counter.get()
+            pending = tuple(session.coordinator.pending_checkpoint_ids())
+            if session.coordinator.is_stopped:
+                # Replaced by a re-registration: its successor's pending ids are unknown here.
+                return JobOrphans(job_id, error="job session was replaced; scanned next time")
+            retained = {p.checkpoint_id for p in session.store.get_all()}
+            retained |= {p.checkpoint_id for p in term.retained_now(job_id)}
+            below = min([next_id, *pending])
+            now = self._clock()
+            found = term.storage.find_orphans(
+                job_id,
+                retained_ids=retained,
+                next_checkpoint_id=below,
+                now_ms=now,
+                keep_newest=True,
+            )
+        except (HAError, *STORAGE_FAILURES) as exc:
+            metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
+            log.warning("orphan scan of job %s failed: %s", job_id, exc)
+            return JobOrphans(job_id, error=f"{type(exc).__name__}: {exc}")
+        grace_ms = self.grace_period_s * 1000
+        old = [o for o in found if now - o.modified_ms >= grace_ms]
+        young = tuple(o for o in found if now - o.modified_ms < grace_ms)
+        removed: list[OrphanDirectory] = []
+        error = None
+        if dry_run:
+            removed = old
+        else:
+            for orphan in old:
+                if self._stop.is_set() or term.closed or not term.leadership.can_act():
+                    error = "leadership lost during the scan; the rest is left for the next leader"
+                    break
+                try:
+                    term.storage.delete_orphan(job_id, orphan)
+                except STORAGE_FAILURES as exc:
+                    metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
+                    log.warning("could not delete orphan %s: %s", orphan.path, exc)
+                    error = f"{type(exc).__name__}: {exc}"
+                    continue
+                removed.append(orphan)
+                metrics.ORPHAN_DIRECTORIES_REMOVED.labels(job_id=job_id).inc()
+                metrics.ORPHAN_BYTES_REMOVED.labels(job_id=job_id).inc(orphan.size_bytes)
+                log.info(
+                    "deleted orphaned checkpoint directory %s (%d bytes)",
+                    orphan.path,
+                    orphan.size_bytes,
+                )
+        left = found if dry_run else [o for o in found if o not in removed]
+        metrics.ORPHAN_DIRECTORIES.labels(job_id=job_id).set(len(left))
+        metrics.ORPHAN_BYTES.labels(job_id=job_id).set(sum(o.size_bytes for o in left))
+        return JobOrphans(
+            job_id,
+            retained=tuple(sorted(retained)),
+            pending=pending,
+            next_checkpoint_id=next_id,
+            removed=tuple(removed),
+            young=young,
+            error=error,
+        )
