@@ -122,3 +122,6 @@ REST_REFUSALS = Counter(
     "savepoint_target.",
     ["reason"],
 )
+# Every reason is exported from the start (at 0), so a rate() over it is never empty.
+for _reason in ("unauthenticated", "invalid_token", "forbidden", "savepoint_target"):
+    REST_REFUSALS.labels(_reason)
