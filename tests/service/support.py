@@ -220,8 +220,9 @@ class Driver:
             self.ack_errors.append(f"ack {checkpoint_id}: {exc}")
 
 
-def wait_leader(replicas: list[ReplicaProcess], timeout: float = 30) -> ReplicaProcess:
-    """The one live replica that leads and is ready (by its own HTTP answer)."""
+def wait_leader(replicas: list[ReplicaProcess], timeout: float = 90) -> ReplicaProcess:
+    """The one live replica that leads and is ready (by its own HTTP answer). Generous: a
+    replica process alone takes 10-25 s to start on a loaded 2-core machine."""
     from tests.support.waiting import wait_until
 
     def find() -> ReplicaProcess | None:
