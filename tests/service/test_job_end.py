@@ -42,7 +42,7 @@ def start(tmp_path: Path, quorum: str, cluster_id: str) -> Service:
         environ={},
     )
     service = start_service(config)
-    wait_until(service.replica.is_ready, timeout=20, message="replica leads")
+    wait_until(service.replica.is_ready, timeout=60, message="replica leads")
     return service
 
 
@@ -86,12 +86,12 @@ def test_a_job_stopped_with_a_savepoint_leaves_only_its_savepoint(
 
         wait_until(
             lambda: not any(job_nodes(observer).values()),
-            timeout=20,
+            timeout=60,
             message="registry record, counter and store of the finished job removed",
         )
         wait_until(
             lambda: not list(job_dir.glob("chk-*")),
-            timeout=20,
+            timeout=60,
             message="the finished job's checkpoint directories deleted",
         )
         (savepoint,) = (tmp_path / "savepoints").glob("savepoint-*")
@@ -117,10 +117,10 @@ def test_the_next_leader_finishes_removing_a_job_that_ended(
     try:
         wait_until(
             lambda: not any(job_nodes(observer).values()),
-            timeout=20,
+            timeout=60,
             message="the ended job's nodes removed by the new leader",
         )
-        wait_until(lambda: not leftover.exists(), timeout=20, message="its chk-3 deleted")
+        wait_until(lambda: not leftover.exists(), timeout=60, message="its chk-3 deleted")
     finally:
         service.stop()
 
@@ -144,12 +144,12 @@ def test_a_cancelled_job_leaves_nothing_in_zookeeper(service, observer, tmp_path
         assert reply == {"job_id": JOB, "status": "CANCELED", "aborted": [pending]}
         wait_until(
             lambda: not any(job_nodes(observer).values()),
-            timeout=20,
+            timeout=60,
             message="registry record, counter and store of the cancelled job removed",
         )
         wait_until(
             lambda: not list(job_dir.glob("chk-*")),
-            timeout=20,
+            timeout=60,
             message="the cancelled job's checkpoint directories deleted",
         )
         assert client.heartbeat(JOB, 0).job_status == JobStatus.CANCELED.value

@@ -54,7 +54,7 @@ def hold_one_trigger(driver: Driver) -> int:
     driver.acking.clear()
     return wait_until(
         lambda: driver.held[-1][1] if driver.held else None,
-        timeout=30,
+        timeout=90,
         message="a checkpoint triggered and held unacknowledged",
     )
 
@@ -76,14 +76,14 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
     procs: list[ReplicaProcess] = [
         replicas(f"r{i}", settings=settings("1 s", "100 ms", tmp_path)) for i in range(2)
     ]
-    old = wait_leader(procs)
+    old = wait_leader(procs, timeout=120)
     job_dir = tmp_path / "checkpoints" / JOB
     driver = Driver([p.address for p in procs], make_graph(JOB), interval_ms=300).start()
     try:
-        wait_until(lambda: len(driver.completed) >= 2, timeout=30, message="2 checkpoints")
+        wait_until(lambda: len(driver.completed) >= 2, timeout=90, message="2 checkpoints")
         savepoint_id = driver.client.trigger_savepoint(JOB, None)
         wait_until(
-            lambda: savepoint_id in driver.completed_ids(), timeout=30, message="a savepoint"
+            lambda: savepoint_id in driver.completed_ids(), timeout=90, message="a savepoint"
         )
         # Things the collector must never touch, all older than the grace period soon.
         shared = state_file(job_dir / "shared")
@@ -99,14 +99,14 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
         old.signal(signal.SIGKILL)
         old.proc.wait(10)
         driver.acking.set()
-        new = wait_leader([p for p in procs if p is not old])
+        new = wait_leader([p for p in procs if p is not old], timeout=120)
         wait_until(
             lambda: any(e > old_epoch for e, _ in driver.completed),
-            timeout=40,
+            timeout=90,
             message="a checkpoint completed by the new leader",
         )
         wait_until(
-            lambda: not orphan.exists(), timeout=30, message=f"{orphan} deleted by the new leader"
+            lambda: not orphan.exists(), timeout=90, message=f"{orphan} deleted by the new leader"
         )
 
         for checkpoint_id in retained_ids(observer):
@@ -126,15 +126,15 @@ def test_dry_run_deletes_nothing_and_a_pending_checkpoint_survives(
 ) -> None:
     # The background collector waits an hour: only the command line collects here.
     leader = replicas("r0", settings=settings("500 ms", "1 h", tmp_path))
-    wait_leader([leader])
+    wait_leader([leader], timeout=120)
     job_dir = tmp_path / "checkpoints" / JOB
     driver = Driver([leader.address], make_graph(JOB), interval_ms=300).start()
     try:
-        wait_until(lambda: len(driver.completed) >= 2, timeout=30, message="2 checkpoints")
+        wait_until(lambda: len(driver.completed) >= 2, timeout=90, message="2 checkpoints")
         # Checkpoint 1 was subsumed; its directory back with a state file is a discard
         # that did not finish.
         orphan = job_dir / "chk-1"
-        wait_until(lambda: not orphan.exists(), timeout=30, message="chk-1 discarded")
+        wait_until(lambda: not orphan.exists(), timeout=90, message="chk-1 discarded")
         state_file(orphan)
         pending = job_dir / f"chk-{hold_one_trigger(driver)}"
         state_file(pending)
@@ -174,16 +174,16 @@ def test_a_follower_deletes_nothing(replicas, tmp_path) -> None:
     # The leader scans often but finds everything young; the follower would delete at
     # once — if it scanned.
     leader = replicas("r0", settings=settings("1 h", "100 ms", tmp_path))
-    wait_leader([leader])
+    wait_leader([leader], timeout=120)
     follower = replicas("r1", settings=settings("100 ms", "100 ms", tmp_path))
-    wait_until(lambda: follower.state() == "follower", timeout=30, message="r1 follows")
+    wait_until(lambda: follower.state() == "follower", timeout=120, message="r1 follows")
     job_dir = tmp_path / "checkpoints" / JOB
     driver = Driver([leader.address, follower.address], make_graph(JOB), interval_ms=300)
     driver.start()
     try:
-        wait_until(lambda: len(driver.completed) >= 2, timeout=30, message="2 checkpoints")
+        wait_until(lambda: len(driver.completed) >= 2, timeout=90, message="2 checkpoints")
         orphan = job_dir / "chk-1"
-        wait_until(lambda: not orphan.exists(), timeout=30, message="chk-1 discarded")
+        wait_until(lambda: not orphan.exists(), timeout=90, message="chk-1 discarded")
         state_file(orphan)
         scans = leader.metric("sparkpoint_orphan_scans_total")
         wait_until(
@@ -191,7 +191,7 @@ def test_a_follower_deletes_nothing(replicas, tmp_path) -> None:
                 leader.metric("sparkpoint_orphan_scans_total") >= scans + 10
                 and older_than(orphan, 0.5)
             ),
-            timeout=30,
+            timeout=90,
             message="ten scans by the leader since the orphan appeared",
         )
         assert orphan.is_dir()
@@ -205,7 +205,7 @@ def test_a_follower_deletes_nothing(replicas, tmp_path) -> None:
         # The same replica, once leader, collects it: the check above could fail.
         leader.signal(signal.SIGKILL)
         leader.proc.wait(10)
-        wait_leader([follower])
-        wait_until(lambda: not orphan.exists(), timeout=30, message="collected by r1 as leader")
+        wait_leader([follower], timeout=120)
+        wait_until(lambda: not orphan.exists(), timeout=90, message="collected by r1 as leader")
     finally:
         driver.stop()

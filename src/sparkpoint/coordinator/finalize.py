@@ -1,4 +1,5 @@
-"""Finalising a fully acknowledged checkpoint: steps 2 to 5 of DESIGN.md section 4.
+"""Finalising a fully acknowledged checkpoint: steps 2 to 5 of the completion order
+(docs/architecture.md, section 4).
 
 Step 2 writes `_metadata` (temporary name, then rename, by storage); step 3 adds the
 pointer to the store in one fenced step that also subsumes the oldest retained pointers;

@@ -1,4 +1,5 @@
-"""Leader election among coordinator processes, with fencing (DESIGN.md section 3).
+"""Leader election among coordinator processes, with fencing (docs/architecture.md,
+section 3).
 
 Contenders queue as ephemeral sequential nodes under ``leader/latch``; the first in line
 bumps ``leader/epoch`` by compare-and-set and leads with that epoch E. Every write it makes
@@ -34,7 +35,7 @@ from sparkpoint.ha.fencing import Fence, Op, bump_epoch, read_epoch
 from sparkpoint.ha.latch import LatchQueue
 from sparkpoint.ha.leader_info import LeaderInfo
 from sparkpoint.ha.leadership import ContenderState, Leadership, LeadershipListener
-from sparkpoint.ha.lease import LeaseView, LeaseWatch, take_over
+from sparkpoint.ha.lease import LeaseView, LeaseWatch, leader_process_gone, take_over
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,10 @@ class ZooKeeperLeaderElection:
     from the connection's settings, where a takeover timeout of 0 means no lease, so
     failover waits for the leader's session to expire).
 
+    ``probe_leader``: with a lease, the first follower in line connects to the leader's
+    advertised address each time it looks; a refused connection means the leader's process
+    is gone, and it takes over without waiting out the lease (``lease.leader_process_gone``).
+
     ``suspend_grace_s``: how long a leader whose connection is SUSPENDED waits for it to
     come back before giving up leadership; it stops acting at once either way. The
     default, a third of the session timeout, ends before the server can expire the
@@ -79,6 +84,7 @@ class ZooKeeperLeaderElection:
         suspend_grace_s: float | None = None,
         takeover_timeout_s: float | None = None,
         lease_margin_s: float | None = None,
+        probe_leader: bool = True,
     ) -> None:
         # Unless told otherwise, the lease follows the configuration (takeover 0 = no lease).
         settings = conn.settings
@@ -88,6 +94,7 @@ class ZooKeeperLeaderElection:
         self.conn = conn
         self.instance_id = instance_id
         self.address = address
+        self.probe_leader = probe_leader
         self._listener = listener or _NoListener()
         self.renew_interval_s = renew_interval_s
         self.suspend_grace_s = (
@@ -247,11 +254,21 @@ class ZooKeeperLeaderElection:
             owners = [self._latch.owner(c) for c in children]
             candidates = [c for c, o in zip(children, owners, strict=True) if o != view.leader_id]
             holder_queued = view.holder is not None and view.holder in owners
-            if node in candidates and self._lease.may_take_over(
-                view, candidates.index(node), holder_queued=holder_queued
+            rank = candidates.index(node) if node in candidates else -1
+            # The first in line looks whether a live lease's holder still has a process.
+            gone = (
+                self.probe_leader
+                and rank == 0
+                and view.live
+                and leader_process_gone(view, min(0.2, self.renew_interval_s), self.address)
+            )
+            if rank >= 0 and self._lease.may_take_over(
+                view, rank, holder_queued=holder_queued, leader_gone=gone
             ):
                 why = (
-                    f"lease of {view.leader_id} lapsed {view.silent_for:.2f} s ago"
+                    f"process of {view.leader_id} at {view.leader_address} is gone"
+                    if gone
+                    else f"lease of {view.leader_id} lapsed {view.silent_for:.2f} s ago"
                     if view.leader_id
                     else "no leader"
                 )
@@ -266,7 +283,11 @@ class ZooKeeperLeaderElection:
     def _try_lead(self, view: LeaseView | None = None) -> None:
         """Bump the epoch: from the head of the queue (no lease) by compare-and-set, or as
         a lease takeover that also checks leader/info is still what ``view`` judged."""
-        seen = read_epoch(self.conn) if view is None or view.epoch is None else view.epoch
+        if view is not None and view.epoch is None:
+            read_epoch(self.conn)  # a fresh cluster: create leader/epoch, then look again
+            self._poke()
+            return
+        seen = read_epoch(self.conn) if view is None else view.epoch
         nonce = uuid.uuid4().hex
         payload = json.dumps(
             {"instance_id": self.instance_id, "nonce": nonce, "at_ms": _now_ms()}

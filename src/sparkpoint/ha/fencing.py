@@ -1,4 +1,4 @@
-"""The fencing epoch and fenced transactions (DESIGN.md section 3).
+"""The fencing epoch and fenced transactions (docs/architecture.md, section 3).
 
 On winning the election a coordinator bumps ``leader/epoch`` and keeps the returned data
 version E. Every write it makes afterwards is one multi-op transaction beginning with

@@ -9,10 +9,13 @@ the look and the takeover makes the takeover fail: the renewed leader keeps its 
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
@@ -32,6 +35,8 @@ class LeaseView:
     live: bool  # a leader holds the current epoch and renewed within the takeover timeout
     info_version: int | None = None  # data version of leader/info judged; None: absent
     holder: str | None = None  # who won the current epoch (from leader/epoch's payload)
+    leader_address: str = ""  # where the current leader serves (from leader/info)
+    leader_renewals: int = 0  # how often the current leader renewed (from leader/info)
 
 
 class LeaseWatch:
@@ -57,6 +62,7 @@ class LeaseWatch:
         epoch = epoch_stat.version if epoch_stat is not None else None
         info = LeaderInfo.from_bytes(raw) if raw else None
         view = self.observe(info, epoch, time.monotonic())
+        current = view.leader_id is not None and info is not None
         return LeaseView(
             epoch=view.epoch,
             leader_id=view.leader_id,
@@ -64,6 +70,8 @@ class LeaseWatch:
             live=view.live,
             info_version=info_stat.version if info_stat is not None else None,
             holder=_holder(epoch_raw),
+            leader_address=info.address if current and info else "",
+            leader_renewals=info.renewals if current and info else 0,
         )
 
     def observe(self, info: LeaderInfo | None, epoch: int | None, now: float) -> LeaseView:
@@ -81,7 +89,9 @@ class LeaseWatch:
             live=current is not None and silent_for < self.takeover_timeout_s,
         )
 
-    def may_take_over(self, view: LeaseView, rank: int, *, holder_queued: bool = False) -> bool:
+    def may_take_over(
+        self, view: LeaseView, rank: int, *, holder_queued: bool = False, leader_gone: bool = False
+    ) -> bool:
         """Whether the follower ``rank``-th in line (the silent leader left out) goes now.
 
         The first goes first; each one behind gives those ahead a renewal interval's head
@@ -91,7 +101,14 @@ class LeaseWatch:
         counts from before its epoch bump, so it too gets the whole takeover timeout. Only
         when the holder is gone (or there never was one) does "no leader" go at once —
         after a moment, since a winner publishes its info one round trip after its bump.
+
+        ``leader_gone``: the first in line found the leader's process gone, so it need not
+        wait out the lease. A wrong guess is harmless to ZooKeeper state (the takeover is
+        fenced and checks the lease it judged: a leader that renews meanwhile keeps its
+        epoch); docs/ha.md says what may overlap.
         """
+        if leader_gone and view.leader_id is not None:
+            return rank == 0  # its process is gone (see leader_process_gone): go at once
         if view.live:
             return False
         full = view.leader_id is not None or holder_queued
@@ -139,3 +156,53 @@ def _holder(raw: bytes) -> str | None:
     except (ValueError, AttributeError):
         return None
     return holder if isinstance(holder, str) else None
+
+
+def leader_process_gone(view: LeaseView, timeout_s: float, own_address: str = "") -> bool:
+    """Whether the current leader's process is gone while its host is up: a TCP connect
+    to its advertised address is *refused* (the host answered, nothing listens there).
+
+    Only a refusal counts; a timeout or an unreachable network says nothing (the host may
+    be gone, or only the path to it: the lease decides). Only IP literals and
+    ``localhost`` are probed, so no name lookup can stall the election thread; only a
+    leader that renewed at least once, so one that has not started serving yet is not
+    taken for dead. A loopback address is probed only by a follower that advertises a
+    loopback address itself (``own_address``): another host's or network namespace's
+    loopback is not the leader's.
+    """
+    if view.leader_id is None or view.leader_renewals < 1:
+        return False
+    target = _probe_target(view.leader_address)
+    if target is None:
+        return False
+    if _is_loopback(target[0]):
+        own = _probe_target(own_address)
+        if own is None or not _is_loopback(own[0]):
+            return False
+    try:
+        with socket.create_connection(target, timeout=timeout_s):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
+def _probe_target(address: str) -> tuple[str, int] | None:
+    try:
+        parts = urlsplit(address if "://" in address else f"tcp://{address}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if host is None or port is None:
+        return None
+    if host != "localhost":
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return None
+    return host, port
+
+
+def _is_loopback(host: str) -> bool:
+    return host == "localhost" or ipaddress.ip_address(host).is_loopback

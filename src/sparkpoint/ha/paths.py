@@ -1,4 +1,4 @@
-"""The ZooKeeper layout of DESIGN.md section 3, in one place."""
+"""The ZooKeeper layout of docs/architecture.md (section 3), in one place."""
 
 from __future__ import annotations
 

@@ -225,8 +225,9 @@ class OrphanCollector:
                     orphan.size_bytes,
                 )
         left = found if dry_run else [o for o in found if o not in removed]
-        metrics.ORPHAN_DIRECTORIES.labels(job_id=job_id).set(len(left))
-        metrics.ORPHAN_BYTES.labels(job_id=job_id).set(sum(o.size_bytes for o in left))
+        if not self._stop.is_set():  # a term that ended reports nothing any more
+            metrics.ORPHAN_DIRECTORIES.labels(job_id=job_id).set(len(left))
+            metrics.ORPHAN_BYTES.labels(job_id=job_id).set(sum(o.size_bytes for o in left))
         return JobOrphans(
             job_id,
             retained=tuple(sorted(retained)),

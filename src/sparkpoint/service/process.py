@@ -129,6 +129,9 @@ def start_service(config: Config) -> Service:
     # then body) waits for the client's delayed ACK — about 40 ms on every request.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((config.rest.bind_address, config.rest.port))
+    # Listening before the election starts: followers take a refused connection to a
+    # leader's address for a dead process (ha.lease.leader_process_gone).
+    sock.listen(2048)
     address = advertised_address(config, sock.getsockname()[1])
     storage = CheckpointStorage(
         config.storage.checkpoints_dir, savepoint_dir=config.storage.savepoints_dir or None

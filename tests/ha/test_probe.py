@@ -1,0 +1,101 @@
+"""A leader whose process is gone while its host stays up is taken over without waiting
+out the lease: the first follower finds its advertised address refusing connections.
+Real ZooKeeper; the leader's "process" here is a listening socket the test closes, so
+the leader itself stays alive — a wrong guess, which the fence makes harmless."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from sparkpoint.ha import ContenderState, LeaderInfo, ZooKeeperConnection, ZooKeeperLeaderElection
+from sparkpoint.ha.lease import LeaseView, leader_process_gone
+from tests.support.waiting import wait_until
+
+RENEW = 0.2
+TAKEOVER = 60.0  # far beyond every deadline below: only the probe can explain a takeover
+LOOPBACK = "http://127.0.0.1:1"  # a follower's own address on the same host
+
+
+@pytest.fixture
+def elections(connect) -> Iterator[list[ZooKeeperLeaderElection]]:
+    started: list[ZooKeeperLeaderElection] = []
+    yield started
+    for election in started:
+        election.stop()
+
+
+def _renewals(conn: ZooKeeperConnection) -> int:
+    info = LeaderInfo.from_bytes(conn.client.get(conn.paths.leader_info)[0])
+    assert info is not None
+    return info.renewals
+
+
+def test_follower_takes_over_at_once_when_the_leaders_address_refuses(
+    connect, elections: list[ZooKeeperLeaderElection]
+) -> None:
+    serving = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = serving.getsockname()[1]
+        old = ZooKeeperLeaderElection(
+            connect(), instance_id="old", address=f"http://127.0.0.1:{port}",
+            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
+        )  # fmt: skip
+        elections.append(old)
+        old.start()
+        wait_until(lambda: old.state is ContenderState.LEADER, timeout=15, message="leader")
+        new = ZooKeeperLeaderElection(
+            connect(), instance_id="new", address="http://127.0.0.1:1",
+            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
+        )  # fmt: skip
+        elections.append(new)
+        new.start()
+        observer = connect()
+        # While the address accepts connections, the follower probes and waits.
+        start = _renewals(observer)
+        wait_until(lambda: _renewals(observer) >= start + 5, timeout=30, message="renewals")
+        assert new.state is ContenderState.FOLLOWER and old.state is ContenderState.LEADER
+    finally:
+        serving.close()  # the "process" is gone: its port now refuses
+    lead = old.leadership
+    assert lead is not None
+    wait_until(
+        lambda: new.state is ContenderState.LEADER, timeout=20, message="probe-driven takeover"
+    )
+    assert new.leadership is not None and new.leadership.epoch == lead.epoch + 1
+    # The old leader was alive after all: its next renewal is fenced and it steps down.
+    wait_until(lead.revoked.is_set, timeout=20, message="old leader fenced")
+    assert lead.revoke_reason is not None and lead.revoke_reason.startswith("fenced")
+
+
+@pytest.mark.parametrize(
+    ("address", "renewals", "own"),
+    [
+        ("pid:4242", 3, LOOPBACK),  # not an address
+        ("http://some-host.invalid:1", 3, LOOPBACK),  # a name: never looked up from here
+        ("http://127.0.0.1:{port}", 0, LOOPBACK),  # not renewed yet: may not serve yet
+        ("http://127.0.0.1:{port}", 3, "http://10.213.1.2:80"),  # someone else's loopback
+        ("http://127.0.0.1:{port}", 3, ""),  # we cannot tell whose loopback it is
+    ],
+)
+def test_probe_concludes_nothing_it_cannot_know(address: str, renewals: int, own: str) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as spare:
+        port = spare.getsockname()[1]
+    view = LeaseView(
+        epoch=3, leader_id="old", silent_for=0.0, live=True,
+        leader_address=address.format(port=port), leader_renewals=renewals,
+    )  # fmt: skip
+    assert not leader_process_gone(view, 0.2, own)
+
+
+def test_probe_sees_a_refusal_and_a_listener() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        port = listening.getsockname()[1]
+        view = LeaseView(
+            epoch=3, leader_id="old", silent_for=0.0, live=True,
+            leader_address=f"http://127.0.0.1:{port}", leader_renewals=1,
+        )  # fmt: skip
+        assert not leader_process_gone(view, 0.2, LOOPBACK)
+    assert leader_process_gone(view, 0.2, LOOPBACK)
