@@ -98,6 +98,8 @@ def spawn_replica(
         "state.checkpoints.num-retained": "1000",
         "heartbeat.timeout": "5 s",
         "rest.auth.enabled": "false",  # tests/service/test_auth.py turns it on
+        # Savepoints anywhere under the test's own directory (e.g. a pipeline's work dir).
+        "state.savepoints.allowed-dirs": str(directory.parent),
         **(settings or {}),
     }
     command = [
