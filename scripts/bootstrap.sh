@@ -20,22 +20,22 @@ if ! command -v java >/dev/null 2>&1; then
     exit 1
 fi
 
-sync_venv() {  # $@: extra flags for uv sync
-    uv sync --frozen --python "$(command -v python3)" --quiet "$@"
+sync_venv() {  # $@: extra flags for uv sync; the dev venv has every extra (tests, demo, drills)
+    uv sync --frozen --all-extras --python "$(command -v python3)" --quiet "$@"
 }
 
-install_promtool() {  # promtool and the Prometheus server check the alert rules
-    command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return 0
+install_debian_packages() {  # $1: why, then the packages; quiet, never starts a service
+    local why="$1"; shift
     local sudo=""
     if [ "$(id -u)" != 0 ]; then
         command -v sudo >/dev/null 2>&1 || {
-            echo "sparkpoint: promtool is missing; install it with: apt-get install -y prometheus" >&2
+            echo "sparkpoint: $why: missing; install with: apt-get install -y $*" >&2
             exit 1
         }
         sudo="sudo -n"
     fi
-    echo "sparkpoint: installing Debian's prometheus package (promtool, prometheus)" >&2
-    # A policy-rc.d that says 101 keeps the package from starting its service.
+    echo "sparkpoint: installing Debian's $* ($why)" >&2
+    # A policy-rc.d that says 101 keeps the packages from starting their services.
     local policy=/usr/sbin/policy-rc.d own_policy=""
     if [ ! -e "$policy" ]; then
         printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
@@ -45,10 +45,46 @@ install_promtool() {  # promtool and the Prometheus server check the alert rules
     local status=0
     { $sudo apt-get update -qq \
         && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends prometheus; } >/dev/null || status=$?
+            --no-install-recommends "$@"; } >/dev/null || status=$?
     if [ -n "$own_policy" ]; then $sudo rm -f "$policy"; fi
-    if [ "$status" != 0 ] || ! command -v promtool >/dev/null 2>&1; then
-        echo "sparkpoint: installing prometheus failed; try: apt-get install -y prometheus" >&2
+    if [ "$status" != 0 ]; then
+        echo "sparkpoint: installing $* failed; try: apt-get install -y $*" >&2
         exit 1
     fi
+}
+
+install_promtool() {  # promtool and the Prometheus server check the alert rules
+    command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return 0
+    install_debian_packages "promtool and the Prometheus server" prometheus
+    command -v promtool >/dev/null 2>&1 || { echo "sparkpoint: promtool still missing" >&2; exit 1; }
+}
+
+install_podman() {  # the image build and the chart-in-containers test
+    local tool missing=""
+    for tool in podman runc catatonit debootstrap iptables; do
+        command -v "$tool" >/dev/null 2>&1 || missing=1
+    done
+    [ -n "$missing" ] || return 0
+    # catatonit: podman's pause image for pods; the CNI plugins and iptables: pod networks.
+    install_debian_packages "podman, runc and debootstrap for the image" \
+        podman runc catatonit debootstrap containernetworking-plugins iptables uidmap
+}
+
+install_chromium() {  # headless Chromium and its chromedriver drive the UI tests (tests/ui)
+    command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 && return 0
+    install_debian_packages "headless Chromium for the UI tests" chromium chromium-driver
+    command -v chromedriver >/dev/null 2>&1 || { echo "sparkpoint: chromedriver still missing" >&2; exit 1; }
+}
+
+install_connector_servers() {  # RabbitMQ and PostgreSQL: the connector tests and demo
+    local pg_ctl
+    pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | tail -n 1 || true)
+    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && [ -n "$pg_ctl" ] \
+        && command -v epmd >/dev/null 2>&1 && return 0
+    # Their services stay off: the tests and the demo start their own servers on free
+    # ports in temporary directories.
+    install_debian_packages "RabbitMQ and PostgreSQL for the connectors" rabbitmq-server postgresql
+    pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | tail -n 1 || true)
+    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && [ -n "$pg_ctl" ] || {
+        echo "sparkpoint: rabbitmq-server or PostgreSQL's pg_ctl still missing" >&2; exit 1; }
 }

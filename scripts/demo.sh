@@ -2,4 +2,5 @@
 # Runs the sparkpoint demo on this machine: installs what it needs, then `sparkpoint demo`.
 source "$(dirname "$0")/bootstrap.sh"
 sync_venv --no-dev
+case " $* " in *rabbitmq*|*postgres*) install_connector_servers ;; esac
 exec .venv/bin/sparkpoint demo "$@"

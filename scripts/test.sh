@@ -4,5 +4,10 @@
 source "$(dirname "$0")/bootstrap.sh"
 sync_venv
 install_promtool
+install_connector_servers
+install_chromium
+install_podman
+# The images the chart-in-containers test runs; rebuilt only when their inputs change.
+scripts/build-image.sh --zookeeper
 .venv/bin/ruff check src tests bench
 exec .venv/bin/python -m pytest "$@"

@@ -401,10 +401,15 @@ class ServiceSettings:
         "sparkpoint.coordinator.tick-interval", parse_duration, 0.02,
         "How often the leader checks every job for due triggers and expiries.",
     )  # fmt: skip
+    driver_takeover_timeout_s: float = _key(
+        "driver.takeover-timeout", parse_duration, 3.0,
+        "A job's driver run silent this long is ended; its standby driver is granted the run.",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _check_range(self, "heartbeat_timeout_s", 0.1, 3600.0)
         _check_range(self, "tick_interval_s", 0.001, 10.0)
+        _check_range(self, "driver_takeover_timeout_s", 0.1, 3600.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,14 +516,44 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+#: Names the configuration file when no path is given (as --config does).
+CONFIG_ENV = "SPARKPOINT_CONFIG"
+#: Read, the first that exists, when neither a path nor SPARKPOINT_CONFIG names a file:
+#: the user's, then the machine's (where the Helm chart mounts its ConfigMap).
+SYSTEM_CONFIG = Path("/etc/sparkpoint/sparkpoint.yaml")
+
+
+def config_file_location(environ: Mapping[str, str]) -> Path | None:
+    """The configuration file to read when none is given: ``SPARKPOINT_CONFIG`` (which
+    must exist), else ``$XDG_CONFIG_HOME/sparkpoint/sparkpoint.yaml`` (default
+    ``~/.config``), else ``/etc/sparkpoint/sparkpoint.yaml``, else none."""
+    named = environ.get(CONFIG_ENV)
+    if named:
+        if not Path(named).is_file():
+            raise ConfigError(CONFIG_ENV, named, "names no file")
+        return Path(named)
+    candidates = []
+    config_home = environ.get("XDG_CONFIG_HOME") or (
+        str(Path(environ["HOME"]) / ".config") if environ.get("HOME") else ""
+    )
+    if config_home:
+        candidates.append(Path(config_home) / "sparkpoint" / "sparkpoint.yaml")
+    candidates.append(SYSTEM_CONFIG)
+    return next((c for c in candidates if c.is_file()), None)
+
+
 def load_config(
     path: str | Path | None = None,
     *,
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> Config:
-    """Merge file, environment and overrides (in rising precedence) and validate."""
+    """Merge file, environment and overrides (in rising precedence) and validate. With no
+    ``path``, the file :func:`config_file_location` finds (if any)."""
     raw: dict[str, Any] = {}
+    environ = os.environ if environ is None else environ
+    if path is None:
+        path = config_file_location(environ)
     if path is not None:
         try:
             loaded = yaml.safe_load(Path(path).read_text()) or {}
@@ -527,7 +562,6 @@ def load_config(
         if not isinstance(loaded, Mapping):
             raise ConfigError("config-file", str(path), "is not a mapping of keys to values")
         raw.update(_flatten(loaded))
-    environ = os.environ if environ is None else environ
     known = all_keys()
     for key in known:
         if env_name(key) in environ:

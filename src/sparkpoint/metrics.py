@@ -7,9 +7,17 @@ for counters, `_seconds`/`_bytes` suffixes).
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Enum, Gauge, Histogram
+import contextlib
+
+from prometheus_client import Counter, Enum, Gauge, Histogram, Info
+
+from sparkpoint import __version__
 
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+# --- the process --------------------------------------------------------------------------
+BUILD_INFO = Info("sparkpoint_build", "The sparkpoint version this process runs (value 1).")
+BUILD_INFO.info({"version": __version__})
 
 # --- leadership and ZooKeeper -------------------------------------------------------------
 IS_LEADER = Gauge("sparkpoint_is_leader", "1 while this coordinator is the active leader.")
@@ -77,6 +85,21 @@ LAST_CHECKPOINT_SIZE = Gauge(
     "State size of the newest completed checkpoint.",
     ["job_id"],
 )
+LAST_CHECKPOINT_ID = Gauge(
+    "sparkpoint_last_completed_checkpoint_id",
+    "Id of the newest completed checkpoint or savepoint.",
+    ["job_id"],
+)
+CHECKPOINT_INTERVAL = Gauge(
+    "sparkpoint_checkpoint_interval_seconds",
+    "The job's periodic checkpoint interval (what freshness alerts compare against).",
+    ["job_id"],
+)
+RESTORES = Counter(
+    "sparkpoint_restores_total",
+    "Restores planned from a completed checkpoint (a driver run starting from state).",
+    ["job_id"],
+)
 RESTORE_FALLBACKS = Counter(
     "sparkpoint_restore_fallbacks_total",
     "Restores that skipped an unreadable checkpoint and fell back to an older one.",
@@ -113,6 +136,30 @@ ORPHAN_SCAN_FAILURES = Counter(
 ORPHAN_SCANS = Counter(
     "sparkpoint_orphan_scans_total",
     "Scans for orphaned checkpoint directories this coordinator ran (only while leader).",
+)
+
+#: Every metric labelled by ``job_id``: a job's series are removed from each when it ends.
+PER_JOB = (
+    STORE_UNREADABLE_POINTERS, CHECKPOINTS_TRIGGERED, CHECKPOINTS_COMPLETED, CHECKPOINTS_FAILED,
+    CHECKPOINTS_EXPIRED, PENDING_CHECKPOINTS, CHECKPOINT_DURATION, CHECKPOINT_FINALIZE_DURATION,
+    LAST_CHECKPOINT_TIMESTAMP, LAST_CHECKPOINT_SIZE, LAST_CHECKPOINT_ID, CHECKPOINT_INTERVAL,
+    RESTORES, RESTORE_FALLBACKS, ORPHAN_DIRECTORIES, ORPHAN_BYTES, ORPHAN_DIRECTORIES_REMOVED,
+    ORPHAN_BYTES_REMOVED, ORPHAN_SCAN_FAILURES,
+)  # fmt: skip
+
+
+def remove_job(job_id: str) -> None:
+    """Drop a job's series (it ended here: left in place they would report stale values,
+    and from a deposed leader, a second copy of the job)."""
+    for metric in PER_JOB:
+        with contextlib.suppress(KeyError):  # never recorded for this job
+            metric.remove(job_id)
+
+# --- pipeline connectors ------------------------------------------------------------------
+SOURCE_DEAD_LETTERED = Counter(
+    "sparkpoint_source_dead_lettered_total",
+    "Messages a queue source moved to its dead-letter queue (undecodable, or without an id).",
+    ["source", "reason"],
 )
 
 # --- security ----------------------------------------------------------------------------

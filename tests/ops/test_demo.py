@@ -39,3 +39,14 @@ def test_demo_checkpoints_through_a_leader_kill_and_commits_output(tmp_path: Pat
     assert summary["committed_files"] > 0
     assert Path(summary["output"]).is_dir()
     assert summary["failovers"] and summary["failovers"][0]["handover_s"] > 0
+
+
+@pytest.mark.parametrize(
+    "options", [["--source", "rabbitmq"], ["--sink", "postgres"]], ids=["source", "sink"]
+)
+def test_demo_refuses_half_a_connector_pair(tmp_path: Path, options: list[str]) -> None:
+    command = [sys.executable, "-m", "sparkpoint", "demo", "--dir", str(tmp_path), *options]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2, result.stderr
+    assert "--source rabbitmq --sink postgres" in result.stderr
+    assert not any(tmp_path.iterdir()), "a refused demo starts nothing"

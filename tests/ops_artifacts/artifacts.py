@@ -27,6 +27,7 @@ _SUFFIXES = {
     "gauge": ("",),
     "histogram": ("_bucket", "_count", "_sum", "_created"),
     "stateset": ("",),
+    "info": ("_info",),
 }
 
 
@@ -44,6 +45,8 @@ def exported_series() -> dict[str, frozenset[str]]:
                     extra = ("le",)
                 elif family.type == "stateset":
                     extra = (family.name,)
+                elif family.type == "info":
+                    extra = ("version",)
                 series[family.name + suffix] = frozenset(labels + extra)
     return series
 

@@ -37,6 +37,9 @@ def record_samples() -> None:
         metrics.CHECKPOINT_FINALIZE_DURATION.labels(job_id=job).observe(0.03)
         metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job_id=job).set(1_700_000_000.5)
         metrics.LAST_CHECKPOINT_SIZE.labels(job_id=job).set(4096)
+        metrics.LAST_CHECKPOINT_ID.labels(job_id=job).set(10)
+        metrics.CHECKPOINT_INTERVAL.labels(job_id=job).set(10)
+        metrics.RESTORES.labels(job_id=job).inc(1)
         metrics.RESTORE_FALLBACKS.labels(job_id=job).inc(0)
         metrics.ORPHAN_DIRECTORIES.labels(job_id=job).set(1)
         metrics.ORPHAN_BYTES.labels(job_id=job).set(2048)
@@ -44,6 +47,10 @@ def record_samples() -> None:
         metrics.ORPHAN_BYTES_REMOVED.labels(job_id=job).inc(6144)
         metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job).inc(0)
     metrics.ORPHAN_SCANS.inc(5)
+    metrics.SOURCE_DEAD_LETTERED.labels(source="orders", reason="undecodable").inc(1)
+    # A job that ended: its series are gone from the page.
+    metrics.CHECKPOINTS_TRIGGERED.labels(job_id="ended").inc()
+    metrics.remove_job("ended")
 
 
 def main() -> int:

@@ -46,6 +46,9 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
 
 EXPECTED_ALERTS = {
     "SparkpointNoLeader",
+    "SparkpointReplicaDown",
+    "SparkpointTooFewReplicas",
+    "SparkpointAbsent",
     "SparkpointMultipleLeaders",
     "SparkpointFrequentLeaderChanges",
     "SparkpointZooKeeperDisconnected",

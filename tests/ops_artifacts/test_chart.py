@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from sparkpoint.config import all_keys, env_name, load_config
-from tests.ops_artifacts.artifacts import ALERTS, DASHBOARD, run_tool
+from tests.ops_artifacts.artifacts import ALERTS, CHART, DASHBOARD, run_tool
 from tests.ops_artifacts.chart import NAMESPACE, RELEASE, Rendered, lint, render, schema_errors
 
 # The chart's defaults, with the one value they require: the Secret of API tokens.
@@ -105,17 +106,22 @@ def test_every_manifest_is_valid_kubernetes(case: tuple[str, dict, Rendered]) ->
     for manifest in rendered.manifests:
         assert manifest["metadata"]["namespace"] == NAMESPACE
         labels = manifest["metadata"]["labels"]
-        assert labels["app.kubernetes.io/name"] == "sparkpoint"
+        # The `helm test` pod is named apart: no selector of the release may match it.
+        test_hook = manifest["metadata"].get("annotations", {}).get("helm.sh/hook") == "test"
+        name, component = ("sparkpoint", "coordinator")
+        if test_hook:
+            name, component = ("sparkpoint-test", "test")
+        assert labels["app.kubernetes.io/name"] == name
         assert labels["app.kubernetes.io/instance"] == RELEASE
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
-        assert labels["app.kubernetes.io/component"] == "coordinator"
+        assert labels["app.kubernetes.io/component"] == component
         assert labels["app.kubernetes.io/part-of"] == "sparkpoint"
         assert "app.kubernetes.io/version" in labels
 
 
 def test_what_each_case_renders(case: tuple[str, dict, Rendered]) -> None:
     name, _, rendered = case
-    core = ["ConfigMap", "Service", "Service", "StatefulSet"]
+    core = ["ConfigMap", "Pod", "Service", "Service", "StatefulSet"]  # Pod: `helm test`
     expected = {
         "defaults": [*core, "NetworkPolicy", "PodDisruptionBudget", "ServiceAccount"],
         "production": [
@@ -290,31 +296,140 @@ def test_the_service_monitor_scrapes_every_replica_through_the_headless_service(
     assert endpoint["honorLabels"] is False  # the scrape job stays Prometheus' own
 
 
+def _rules_with(overrides: dict[str, Any]) -> dict[str, Any]:
+    values = copy.deepcopy(PRODUCTION)
+    values["metrics"]["prometheusRule"].update(overrides)
+    spec: dict[str, Any] = render(values).one("PrometheusRule")["spec"]
+    return spec
+
+
 def test_the_prometheus_rule_is_the_rules_file(tmp_path: Path) -> None:
     rules = yaml.safe_load(ALERTS.read_text())
-    rendered = render(
-        copy.deepcopy(PRODUCTION) | {"metrics": {"prometheusRule": {"enabled": True}}}
-    )
-    assert rendered.one("PrometheusRule")["spec"] == rules
-    # With a base URL, only the runbook links change, and promtool still accepts the rules.
-    spec = render(PRODUCTION).one("PrometheusRule")["spec"]
     base = PRODUCTION["metrics"]["prometheusRule"]["runbookBaseUrl"]
+    # Unscoped, only the runbook links change: absolute, at the base URL.
+    spec = _rules_with({"scopeToRelease": False})
     for group, expected in zip(spec["groups"], rules["groups"], strict=True):
         for rule, source in zip(group["rules"], expected["rules"], strict=True):
             anchor = source["annotations"]["runbook_url"].partition("#")[2]
             assert rule["annotations"]["runbook_url"] == f"{base}#{anchor}"
             rule["annotations"]["runbook_url"] = source["annotations"]["runbook_url"]
     assert spec == rules
+    # Without a base URL the links still are absolute: the source at the appVersion.
+    default = _rules_with({"runbookBaseUrl": ""})
+    url = default["groups"][0]["rules"][0]["annotations"]["runbook_url"]
+    assert url.startswith("https://") and url.endswith("/docs/operations.md#sparkpointnoleader")
     extracted = tmp_path / "prometheusrule.yaml"
     extracted.write_text(yaml.safe_dump(render(PRODUCTION).one("PrometheusRule")["spec"]))
     run_tool("promtool", "check", "rules", extracted)
+
+
+def test_the_rules_are_scoped_to_the_release(tmp_path: Path) -> None:
+    """Scoped rules select only this release's scrape job and namespace: promtool sees
+    the release without a leader fire, and another release's leaderless cluster not."""
+    spec = _rules_with({})
+    sts = render(PRODUCTION).one("StatefulSet")
+    headless = sts["spec"]["serviceName"]
+    for group in spec["groups"]:
+        for rule in group["rules"]:
+            assert f'job="{headless}", namespace="{NAMESPACE}"' in rule["expr"], rule["alert"]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(spec))
+    mine = f'job="{headless}", namespace="{NAMESPACE}", instance="a:8081"'
+    other = 'job="other-headless", namespace="other", instance="b:8081"'
+    test = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": f"sparkpoint_is_leader{{{mine}}}", "values": "0x10"},
+                {"series": f"sparkpoint_is_leader{{{other}}}", "values": "0x10"},
+            ],
+            "alert_rule_test": [{
+                "eval_time": "5m", "alertname": "SparkpointNoLeader",
+                "exp_alerts": [{
+                    "exp_labels": {"severity": "critical", "job": headless,
+                                   "namespace": NAMESPACE},
+                    "exp_annotations": {
+                        "summary": f"sparkpoint cluster {headless} has no leader",
+                        "description": (
+                            f'No coordinator of scrape job {headless} (namespace '
+                            f'"{NAMESPACE}") has reported leadership for over a minute. No '
+                            "checkpoint is triggered or completed until one is elected."
+                        ),
+                        "runbook_url": PRODUCTION["metrics"]["prometheusRule"]["runbookBaseUrl"]
+                        + "#sparkpointnoleader",
+                    },
+                }],
+            }],
+        }],
+    }  # fmt: skip
+    (tmp_path / "scoped.test.yaml").write_text(yaml.safe_dump(test))
+    run_tool("promtool", "test", "rules", tmp_path / "scoped.test.yaml")
+
+
+def test_alerts_are_tuned_from_values() -> None:
+    spec = _rules_with(
+        {
+            "scopeToRelease": False,
+            "alerts": {
+                "SparkpointTooFewReplicas": {"threshold": 3, "for": "20m"},
+                "SparkpointFencedWrites": {"enabled": False},
+                "SparkpointRestoreFellBack": {"severity": "critical", "labels": {"team": "x"}},
+            },
+        }
+    )
+    rules = {r["alert"]: r for g in spec["groups"] for r in g["rules"]}
+    assert "SparkpointFencedWrites" not in rules
+    few = rules["SparkpointTooFewReplicas"]
+    assert few["expr"].rstrip().endswith("< 3") and few["for"] == "20m"
+    assert rules["SparkpointRestoreFellBack"]["labels"] == {"severity": "critical", "team": "x"}
+
+
+@pytest.mark.parametrize(
+    ("alerts", "message"),
+    [
+        ({"SparkpointNoSuchAlert": {"enabled": False}}, "SparkpointNoSuchAlert: no such alert"),
+        ({"SparkpointAbsent": {"threshold": 2}}, "SparkpointAbsent.threshold"),
+    ],
+)
+def test_a_wrong_alert_override_is_refused(alerts: dict, message: str) -> None:
+    values = copy.deepcopy(PRODUCTION)
+    values["metrics"]["prometheusRule"]["alerts"] = alerts
+    with pytest.raises(Exception, match=message):
+        render(values)
+
+
+def test_the_chart_renders_as_a_subchart(tmp_path: Path) -> None:
+    """A parent chart's `global` values and its own values under `sparkpoint:` reach the
+    chart through the real Helm engine (the schema accepts `global`)."""
+    parent = tmp_path / "parent"
+    (parent / "charts").mkdir(parents=True)
+    (parent / "Chart.yaml").write_text(
+        "apiVersion: v2\nname: platform\nversion: 1.0.0\n"
+        "dependencies:\n  - name: sparkpoint\n    version: \"*\"\n"
+    )
+    shutil.copytree(CHART, parent / "charts" / "sparkpoint")
+    values = {"global": {"imageRegistry": "registry.example.com"},
+              "sparkpoint": {"replicaCount": 5}}  # fmt: skip
+    with helm.Chart.load(parent) as chart:
+        files = chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    docs = [
+        d for path, text in files.items() if not path.endswith("NOTES.txt")
+        for d in yaml.safe_load_all(text) if d
+    ]  # fmt: skip
+    (sts,) = [d for d in docs if d.get("kind") == "StatefulSet"]
+    assert sts["spec"]["replicas"] == 5
 
 
 def test_the_dashboard_configmap_carries_the_dashboard_for_grafanas_sidecar() -> None:
     configmap = render(PRODUCTION).one("ConfigMap", "checkpoints-dashboard")
     assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
     (body,) = configmap["data"].values()
-    assert json.loads(body) == json.loads(DASHBOARD.read_text())
+    rendered, source = json.loads(body), json.loads(DASHBOARD.read_text())
+    # One dashboard per release: its own uid and title; the rest is the file.
+    assert rendered.pop("uid") != source.pop("uid")
+    assert rendered.pop("title").startswith(source.pop("title"))
+    assert rendered == source
 
 
 def test_notes_tell_how_to_reach_the_leader() -> None:

@@ -42,6 +42,7 @@ _GRAFANA_VARIABLES = {
     "$__rate_interval": "2m",
     "$__range": "6h",
     "$pipeline": ".*",
+    "$namespace": ".*",
     "$job": "sparkpoint",
 }
 

@@ -18,9 +18,9 @@ from sparkpoint.pipeline.sink import TransactionalFileSink
 SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 300, 1600, 400
 
 
-def expected() -> list[str]:
+def expected(per_split: int = PER_SPLIT) -> list[str]:
     source = ClickEventSource(
-        splits=SPLITS, users=USERS, records_per_epoch=PER_EPOCH, records_per_split=PER_SPLIT
+        splits=SPLITS, users=USERS, records_per_epoch=PER_EPOCH, records_per_split=per_split
     )
     return expected_output(source.all_records())
 
@@ -44,6 +44,10 @@ class DriverProcess:
         found = self.reports()
         return found[-1] if found else {}
 
+    def signal(self, sig: int) -> None:
+        """Signal the driver and its JVM (its own process group)."""
+        os.killpg(self.proc.pid, sig)
+
     def kill(self) -> None:
         """kill -9 the driver and its JVM (its own process group)."""
         os.killpg(self.proc.pid, signal.SIGKILL)
@@ -58,9 +62,17 @@ class DriverProcess:
             raise AssertionError(f"driver did not finish; log:\n{tail}") from exc
 
 
-def start_driver(work: Path, *extra: str, master: str = "local[2]") -> DriverProcess:
+def start_driver(
+    work: Path,
+    *extra: str,
+    master: str = "local[2]",
+    progress_name: str = "progress",
+    per_split: int = PER_SPLIT,
+) -> DriverProcess:
+    """The clicks job in ``work``; ``progress_name`` tells apart drivers sharing it, and
+    ``per_split`` makes a shorter stream (pass the same to :func:`expected`)."""
     work.mkdir(parents=True, exist_ok=True)
-    progress = work / "progress.jsonl"
+    progress = work / f"{progress_name}.jsonl"
     log = work / f"driver-{len(list(work.glob('driver-*.log')))}.log"
     args = [
         sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
@@ -70,7 +82,7 @@ def start_driver(work: Path, *extra: str, master: str = "local[2]") -> DriverPro
         "--progress", str(progress),
         "--master", master,
         "--splits", str(SPLITS), "--users", str(USERS),
-        "--records-per-split", str(PER_SPLIT), "--records-per-epoch", str(PER_EPOCH),
+        "--records-per-split", str(per_split), "--records-per-epoch", str(PER_EPOCH),
         "--interval-ms", "300",
         *extra,
     ]  # fmt: skip

@@ -128,15 +128,16 @@ def spawn_embedded(directory: Path, name: str) -> ReplicaProcess:
     return ReplicaProcess(name, port, proc, log_path)
 
 
-def empty_acks(graph: JobGraph) -> dict[str, Any]:
-    """An acks request body for every subtask of ``graph``, with empty state — what a held
-    acknowledgement sent late to a deposed leader looks like."""
+def empty_acks(graph: JobGraph, run_id: str) -> dict[str, Any]:
+    """An acks request body of driver run ``run_id`` for every subtask of ``graph``, with
+    empty state — what a held acknowledgement sent late to a deposed leader looks like."""
     return {
         "acks": [
             {"operator_uid": op.uid, "subtask": i, "state": {"keyed": [], "operator": []}}
             for op in graph.operators
             for i in range(op.parallelism)
-        ]
+        ],
+        "run_id": run_id,
     }
 
 
@@ -176,6 +177,13 @@ class Driver:
         self._thread = threading.Thread(target=self._run, name="test-driver", daemon=True)
         self._thread.start()
         return self
+
+    @property
+    def run_id(self) -> str:
+        """The driver run its registration started."""
+        run = self.client.run_id(self.graph.job_id)
+        assert run is not None
+        return run
 
     def stop(self) -> None:
         self._stop.set()

@@ -63,19 +63,23 @@ def http(service: Service) -> Iterator[httpx.Client]:
         yield client
 
 
-def register(http: httpx.Client, **options: int) -> None:
-    """A job whose periodic checkpoints never come due during a test (manual triggers)."""
+def register(http: httpx.Client, **options: int) -> str:
+    """A job whose periodic checkpoints never come due during a test (manual triggers).
+    Returns the driver run the registration started."""
     config = {"interval_ms": 3_600_000, **options}
     body = {"graph": make_graph(JOB).to_dict(), "checkpoint_config": config}
-    assert http.post("/v1/jobs", json=body).status_code == 200
+    reply = http.post("/v1/jobs", json=body)
+    assert reply.status_code == 200, reply.text
+    return str(reply.json()["run_id"])
 
 
-def ack_body(*subtasks: tuple[str, int]) -> dict:
+def ack_body(run: str, *subtasks: tuple[str, int]) -> dict:
     return {
         "acks": [
             {"operator_uid": uid, "subtask": i, "state": {"keyed": [], "operator": []}}
             for uid, i in subtasks
-        ]
+        ],
+        "run_id": run,
     }
 
 
@@ -103,12 +107,12 @@ def refused(response: httpx.Response, status: int, code: str) -> None:
 
 
 def test_bad_acks_change_nothing(service, http, observer, tmp_path) -> None:
-    register(http)
+    run = register(http)
     cid = http.post(f"/v1/jobs/{JOB}/checkpoints").json()["checkpoint_id"]
     assert (
-        http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(("source", 0))).json()[
-            "remaining"
-        ]
+        http.post(
+            f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(run, ("source", 0))
+        ).json()["remaining"]
         == 3
     )
     before = snapshot(service, observer, tmp_path)
@@ -116,18 +120,18 @@ def test_bad_acks_change_nothing(service, http, observer, tmp_path) -> None:
     acks = f"/v1/jobs/{JOB}/checkpoints/{cid}/acks"
     bad_handle = {"operator_uid": "count", "subtask": 0, "state": {"keyed": [{"key_groups": [0]}]}}
     cases = [
-        (f"/v1/jobs/nope/checkpoints/{cid}/acks", ack_body(("source", 1)), 404, "unknown_job"),
-        (f"/v1/jobs/{JOB}/checkpoints/999/acks", ack_body(("source", 1)), 404,
+        (f"/v1/jobs/nope/checkpoints/{cid}/acks", ack_body(run, ("source", 1)), 404, "unknown_job"),
+        (f"/v1/jobs/{JOB}/checkpoints/999/acks", ack_body(run, ("source", 1)), 404,
          "unknown_checkpoint"),
-        (acks, ack_body(("source", 0)), 409, "duplicate_ack"),
+        (acks, ack_body(run, ("source", 0)), 409, "duplicate_ack"),
         # all or nothing: a good ack beside a duplicate is not applied either
-        (acks, ack_body(("count", 0), ("source", 0)), 409, "duplicate_ack"),
-        (acks, ack_body(("source", 7)), 422, "unexpected_subtask"),
-        (acks, ack_body(("nosuch", 0)), 422, "unexpected_subtask"),
+        (acks, ack_body(run, ("count", 0), ("source", 0)), 409, "duplicate_ack"),
+        (acks, ack_body(run, ("source", 7)), 422, "unexpected_subtask"),
+        (acks, ack_body(run, ("nosuch", 0)), 422, "unexpected_subtask"),
         (acks, {"acks": [bad_handle]}, 422, "invalid_request"),
         (acks, {"acks": "no"}, 422, "invalid_request"),
-        (f"/v1/jobs/{JOB}/checkpoints/{cid}/decline", {"operator_uid": "x", "subtask": 0}, 422,
-         "unexpected_subtask"),
+        (f"/v1/jobs/{JOB}/checkpoints/{cid}/decline",
+         {"operator_uid": "x", "subtask": 0, "run_id": run}, 422, "unexpected_subtask"),
     ]  # fmt: skip
     for path, body, status, code in cases:
         refused(http.post(path, json=body), status, code)
@@ -148,11 +152,11 @@ def test_bad_acks_change_nothing(service, http, observer, tmp_path) -> None:
     assert snapshot(service, observer, tmp_path) == before
 
     # The rest completes the checkpoint; then it is finished: 409, nothing changes.
-    done = http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(*ALL[1:]))
+    done = http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(run, *ALL[1:]))
     assert done.json()["status"] == "completed"
     after = snapshot(service, observer, tmp_path)
     assert [p.checkpoint_id for p in after[0]] == [cid]
-    for body in (ack_body(("source", 1)), ack_body(("count", 1))):
+    for body in (ack_body(run, ("source", 1)), ack_body(run, ("count", 1))):
         refused(
             http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=body),
             409,
@@ -188,14 +192,14 @@ def test_register_conflicts_and_options(service, http, observer) -> None:
 
 
 def test_storage_failure_fails_only_that_checkpoint(service, http, observer, tmp_path) -> None:
-    register(http, tolerable_failures=1)
+    run = register(http, tolerable_failures=1)
     first = http.post(f"/v1/jobs/{JOB}/checkpoints").json()["checkpoint_id"]
     directory = tmp_path / "checkpoints" / JOB / f"chk-{first}"
     # The checkpoint directory turns into a file: `_metadata` cannot be written into it
     # (a permission change would not stop root, which the tests may run as).
     directory.rmdir()
     directory.write_text("not a directory")
-    reply = http.post(f"/v1/jobs/{JOB}/checkpoints/{first}/acks", json=ack_body(*ALL)).json()
+    reply = http.post(f"/v1/jobs/{JOB}/checkpoints/{first}/acks", json=ack_body(run, *ALL)).json()
     assert reply["status"] == "failed" and "_metadata" in reply["reason"], reply
     assert ZooKeeperCompletedCheckpointStore(observer, JOB, None).recover() == []
     overview = http.get(f"/v1/jobs/{JOB}/checkpoints").json()
@@ -205,7 +209,9 @@ def test_storage_failure_fails_only_that_checkpoint(service, http, observer, tmp
     second = http.post(f"/v1/jobs/{JOB}/checkpoints").json()["checkpoint_id"]
     assert second > first
     assert (
-        http.post(f"/v1/jobs/{JOB}/checkpoints/{second}/acks", json=ack_body(*ALL)).json()["status"]
+        http.post(f"/v1/jobs/{JOB}/checkpoints/{second}/acks", json=ack_body(run, *ALL)).json()[
+            "status"
+        ]
         == "completed"
     )
     stored = ZooKeeperCompletedCheckpointStore(observer, JOB, None).recover()
@@ -216,9 +222,9 @@ def test_storage_failure_fails_only_that_checkpoint(service, http, observer, tmp
 def test_follower_redirects_and_answers_status(
     service, http, observer, tmp_path, zk_server, *, cluster_id
 ) -> None:
-    register(http)
+    run = register(http)
     cid = http.post(f"/v1/jobs/{JOB}/checkpoints").json()["checkpoint_id"]
-    http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(*ALL))
+    http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(run, *ALL))
     # A contender that queues before the follower but never leads: once the leader
     # leaves, nobody leads (the follower waits behind it) — the 503 case, deterministically.
     observer.client.create(
@@ -230,9 +236,17 @@ def test_follower_redirects_and_answers_status(
     follower = _follower(tmp_path, zk_server.connect_string, cluster_id)
     try:
         with httpx.Client(base_url=follower.address, timeout=10) as f:
-            moved = f.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0})
+            moved = f.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0, "run_id": run})
             assert moved.status_code == 307
             assert moved.headers["location"] == f"{service.address}/v1/jobs/{JOB}/heartbeat"
+            # Asked to, the follower forwards the call and returns the leader's answer.
+            forwarded = f.post(
+                f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0, "run_id": run},
+                headers={"Sparkpoint-Proxy": "allow"},
+            )  # fmt: skip
+            assert forwarded.status_code == 200, forwarded.text
+            direct = http.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0, "run_id": run})
+            assert forwarded.json()["leader_epoch"] == direct.json()["leader_epoch"]
             jobs = f.get("/v1/jobs").json()["jobs"]
             assert [j["job_id"] for j in jobs] == [JOB]
             overview = f.get(f"/v1/jobs/{JOB}/checkpoints").json()
@@ -243,18 +257,21 @@ def test_follower_redirects_and_answers_status(
             refused(f.get(f"/v1/jobs/{JOB}/checkpoints/12345"), 404, "unknown_checkpoint")
             refused(f.get("/v1/jobs/nope"), 404, "unknown_job")
             assert f.get("/readyz").status_code == 200
-            # The client: a dead address, then the follower; it ends up at the leader.
+            # The client: a dead address, then the follower, which forwards its calls to
+            # the leader (the client asks it to: Sparkpoint-Proxy: allow).
             dead = f"127.0.0.1:{free_port()}"
             with CoordinatorClient([dead, follower.address], retry_for_s=10) as client:
-                beat = client.heartbeat(JOB, 0)
-                assert client.leader_address == service.address
+                beat = client.heartbeat(JOB, 0, run_id=run)
+                assert client.leader_address == follower.address
                 assert [n.checkpoint_id for n in beat.notifications if n.type == "complete"] == [
                     cid
                 ]
             service.replica.stop()  # the leader leaves; nobody else contends
             gone = wait_until(
                 lambda: (
-                    (r := f.post(f"/v1/jobs/{JOB}/heartbeat", json={})).status_code == 503 and r
+                    (r := f.post(f"/v1/jobs/{JOB}/heartbeat", json={"run_id": run})).status_code
+                    == 503
+                    and r
                 ),
                 timeout=20,
                 message="503 while there is no leader",
@@ -321,49 +338,51 @@ def test_restore_plan_rescales_from_the_latest_checkpoint(service, http) -> None
         assert refused_plan.value.code == "restore_validation"
         assert "count" in refused_plan.value.message
         with pytest.raises(NotFound):
-            client.restore_plan("nope", graph)
+            client.restore_plan("nope", graph, run_id="any")
         assert client.trigger_checkpoint(JOB) > cid
     finally:
         client.close()
 
 
 def test_a_new_driver_run_never_completes_an_earlier_runs_checkpoint(service, http) -> None:
-    client = CoordinatorClient(service.address, retry_for_s=10)
+    old, new = (CoordinatorClient(service.address, retry_for_s=10) for _ in range(2))
     try:
         graph = make_graph(JOB)
-        client.register_job(graph, {"interval_ms": 3_600_000})
-        client.restore_plan(JOB, graph)
+        old.register_job(graph, {"interval_ms": 3_600_000})
+        old.restore_plan(JOB, graph)
         acks = [
             (op.uid, i, keyed_state(i, op.parallelism) if op.keyed else OperatorSubtaskState())
             for op in graph.operators
             for i in range(op.parallelism)
         ]
-        done = client.trigger_checkpoint(JOB)
-        assert client.acknowledge(JOB, done, acks)["status"] == "completed"
+        done = old.trigger_checkpoint(JOB)
+        assert old.acknowledge(JOB, done, acks)["status"] == "completed"
         # The first run acknowledges half of the next checkpoint, then its driver dies.
-        torn = client.trigger_checkpoint(JOB)
-        assert client.acknowledge(JOB, torn, acks[:1])["status"] == "pending"
+        torn = old.trigger_checkpoint(JOB)
+        assert old.acknowledge(JOB, torn, acks[:1])["status"] == "pending"
 
-        # A new run registers and asks for its restore plan: the torn checkpoint is aborted,
-        # so the new run's acknowledgements can never complete it with a mixed cut.
-        registered = client.register_job(graph, {"interval_ms": 3_600_000})
-        answer = client.restore_plan(JOB, graph)
+        # A new run registers: the torn checkpoint is aborted, so the new run's
+        # acknowledgements can never complete it with a mixed cut.
+        registered = new.register_job(graph, {"interval_ms": 3_600_000})
+        answer = new.restore_plan(JOB, graph)
         assert answer.restored is not None and answer.restored["checkpoint_id"] == done
         finished = http.post(
             f"/v1/jobs/{JOB}/checkpoints/{torn}/acks",
             json={"acks": [{"operator_uid": uid, "subtask": i,
-                            "state": {"keyed": [], "operator": []}} for uid, i, _ in acks[1:]]},
+                            "state": {"keyed": [], "operator": []}} for uid, i, _ in acks[1:]],
+                  "run_id": registered["run_id"]},
         )  # fmt: skip
         refused(finished, 409, "checkpoint_finished")
-        overview = client.checkpoints(JOB)
+        overview = new.checkpoints(JOB)
         assert overview["latest"]["completed"]["id"] == done
         assert [p["checkpoint_id"] for p in overview["retained"]][-1] == done
         # And the new run's heartbeats start after the earlier run's notices.
-        beat = client.heartbeat(JOB, registered["notification_seq"])
+        beat = new.heartbeat(JOB, registered["notification_seq"])
         assert all(n.checkpoint_id != torn or n.type == "abort" for n in beat.notifications)
-        assert client.trigger_checkpoint(JOB) > torn
+        assert new.trigger_checkpoint(JOB) > torn
     finally:
-        client.close()
+        old.close()
+        new.close()
 
 
 def test_client_imports_no_kazoo_pyspark_or_service() -> None:
@@ -421,7 +440,7 @@ def test_job_without_heartbeats_is_disconnected_and_not_triggered(
     try:
         with httpx.Client(base_url=service.address, timeout=10) as http:
             # Checkpoints every 50 ms that nobody acknowledges expire after 200 ms.
-            register(http, interval_ms=50, timeout_ms=200, tolerable_failures=1_000_000)
+            run = register(http, interval_ms=50, timeout_ms=200, tolerable_failures=1_000_000)
 
             def overview() -> dict:
                 return http.get(f"/v1/jobs/{JOB}/checkpoints").json()
@@ -430,7 +449,7 @@ def test_job_without_heartbeats_is_disconnected_and_not_triggered(
                 return http.get("/v1/jobs").json()["jobs"][0]["connected"]
 
             assert not connected() and overview()["counts"]["total"] == 0
-            http.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0})
+            http.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0, "run_id": run})
             wait_until(lambda: overview()["counts"]["total"] >= 2, timeout=10, message="triggers")
             wait_until(lambda: not connected(), timeout=10, message="driver marked disconnected")
             # Every pending checkpoint still expires while disconnected ...
@@ -446,7 +465,7 @@ def test_job_without_heartbeats_is_disconnected_and_not_triggered(
             quiet = overview()["counts"]
             assert quiet["total"] == total and quiet["failed"] == total
             assert quiet["in_progress"] == 0
-            http.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0})
+            http.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0, "run_id": run})
             wait_until(
                 lambda: overview()["counts"]["total"] > total,
                 timeout=10,

@@ -29,10 +29,10 @@ def test_status_commands_via_coordinator_then_zookeeper(
     zk = ["--zookeeper", zk_server.connect_string, "--cluster-id", cluster_id]
     try:
         with httpx.Client(base_url=service.address, timeout=10) as http:
-            register(http)
+            run = register(http)
             cid = int(cli("checkpoints", "trigger", JOB, "--coordinator", service.address,
                           "--json")["checkpoint_id"])  # fmt: skip
-            http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(*ALL))
+            http.post(f"/v1/jobs/{JOB}/checkpoints/{cid}/acks", json=ack_body(run, *ALL))
         leader = cli("leader", *zk, "--json")
         assert leader["leader"]["address"] == service.address
         jobs = cli("jobs", "list", *zk, "--json")  # the leader, found through ZooKeeper

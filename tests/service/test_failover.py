@@ -139,7 +139,7 @@ def test_zombie_leader_completes_nothing_and_steps_down(replicas, observer) -> N
 
         zombie.signal(signal.SIGCONT)
         # The held acknowledgements go straight to the zombie, as a slow network would.
-        body = empty_acks(driver.graph)
+        body = empty_acks(driver.graph, driver.run_id)
         response = httpx.post(
             f"{zombie.address}/v1/jobs/{JOB}/checkpoints/{held_id}/acks", json=body, timeout=30
         )

@@ -56,14 +56,16 @@ def test_zombie_past_its_lease_completes_and_notifies_nothing(replicas, observer
         before = stored_ids(observer)
 
         zombie.signal(signal.SIGCONT)
-        acks = empty_acks(driver.graph)
+        acks = empty_acks(driver.graph, driver.run_id)
         # Straight to the zombie, the moment it wakes: its lease lapsed, so it refuses.
         late = httpx.post(
             f"{zombie.address}/v1/jobs/{JOB}/checkpoints/{held_id}/acks", json=acks, timeout=30
         )
         assert late.status_code in (307, 503), late.text
         beat = httpx.post(
-            f"{zombie.address}/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0}, timeout=30
+            f"{zombie.address}/v1/jobs/{JOB}/heartbeat",
+            json={"after_seq": 0, "run_id": driver.run_id},
+            timeout=30,
         )
         assert beat.status_code in (307, 503), beat.text  # no notices from a lapsed lease
 

@@ -64,7 +64,8 @@ def test_cut_off_leader_stops_by_its_lease_while_the_pipeline_still_reaches_it(
         # The cut-off leader stops acting by its own deadline: still reachable, it refuses.
         wait_until(
             lambda: httpx.post(f"{inside.address}/v1/jobs/{JOB}/heartbeat",
-                               json={"after_seq": 0}, timeout=5).status_code in (307, 503),
+                               json={"after_seq": 0, "run_id": driver.run_id},
+                               timeout=5).status_code in (307, 503),
             timeout=10,
             message="the cut-off leader stops acting",
         )  # fmt: skip

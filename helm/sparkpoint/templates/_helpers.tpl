@@ -31,6 +31,18 @@ app.kubernetes.io/part-of: sparkpoint
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/* The `helm test` pod's: never matched by the selectors of the replicas' workload,
+     Services or PodDisruptionBudget. */}}
+{{- define "sparkpoint.testLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "sparkpoint.name" . }}-test
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | quote }}
+app.kubernetes.io/component: test
+app.kubernetes.io/part-of: sparkpoint
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
 {{- define "sparkpoint.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "sparkpoint.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -48,8 +60,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Release.Name .Values.zookeeper.clusterId }}
 {{- end }}
 
+{{- /* repository:tag, pinned by @digest when image.digest is set. */}}
 {{- define "sparkpoint.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- with .Values.image.digest }}@{{ . }}{{ end }}
 {{- end }}
 
 {{/* The sparkpoint configuration file: Flink-like keys, the chart's first, then `config`. */}}

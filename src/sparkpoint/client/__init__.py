@@ -12,6 +12,7 @@ from sparkpoint.client.errors import (
     Invalid,
     NotFound,
     Refused,
+    Superseded,
     Unavailable,
 )
 from sparkpoint.client.models import Heartbeat, Notification, RestoreResponse
@@ -27,6 +28,7 @@ __all__ = [
     "Notification",
     "Refused",
     "RestoreResponse",
+    "Superseded",
     "Unavailable",
     "read_token_file",
     "state_to_dict",

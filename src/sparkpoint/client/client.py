@@ -2,6 +2,7 @@
 
 >>> client = CoordinatorClient(["coord-0:8081", "coord-1:8081"])  # doctest: +SKIP
 >>> job = client.register_job(graph, {"interval_ms": 500})        # doctest: +SKIP
+>>> job["run_id"]                  # this driver run; later calls carry it  # doctest: +SKIP
 >>> beat = client.heartbeat(graph.job_id, after_seq=0)            # doctest: +SKIP
 """
 
@@ -36,6 +37,10 @@ class CoordinatorClient:
     up to ``retry_for_s``; acknowledgements only when the server certainly did not act.
     ``credentials``: token and TLS settings (default: from ``SPARKPOINT_TOKEN_FILE`` etc.,
     see :mod:`sparkpoint.client.credentials`).
+
+    Driver calls (heartbeat, acknowledge, decline, restore plan) carry a driver run id:
+    the one given, else the one this client's last registration of the job returned. A
+    superseded run is refused with :class:`~sparkpoint.client.errors.Superseded`.
     """
 
     def __init__(
@@ -54,10 +59,12 @@ class CoordinatorClient:
             retry_for_s=retry_for_s,
             credentials=credentials if credentials is not None else Credentials.from_env(),
         )
+        self._runs: dict[str, str] = {}
 
     @property
     def leader_address(self) -> str | None:
-        """The leader's address as last learnt (from a redirect or a leader-only answer)."""
+        """Where leader-only calls go now: the leader's address as last learnt (from a
+        redirect or a leader-only answer), or a follower that forwards them."""
         return self._transport.leader
 
     def close(self) -> None:
@@ -69,6 +76,16 @@ class CoordinatorClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def run_id(self, job_id: str) -> str | None:
+        """The driver run this client's last registration of ``job_id`` returned."""
+        return self._runs.get(job_id)
+
+    def _run(self, job_id: str, run_id: str | None) -> str:
+        run = run_id or self._runs.get(job_id)
+        if not run:
+            raise ValueError(f"job {job_id!r}: no driver run; register the job first")
+        return run
+
     def _call(self, method: str, path: str, body: Any = None, *, idempotent: bool) -> Any:
         response = self._transport.request(method, path, body, idempotent=idempotent)
         raise_for_error(response)
@@ -77,18 +94,27 @@ class CoordinatorClient:
     # --- driver-facing ----------------------------------------------------------------
 
     def register_job(
-        self, graph: JobGraph, checkpoint_config: dict[str, Any], *, replace: bool = False
+        self,
+        graph: JobGraph,
+        checkpoint_config: dict[str, Any],
+        *,
+        replace: bool = False,
+        standby: bool = False,
     ) -> dict[str, Any]:
+        """Start a driver run (``standby``: a warm standby run; the reply's ``role`` says
+        which it became)."""
         body = {"graph": graph.to_dict(), "checkpoint_config": dict(checkpoint_config)}
         if replace:
             body["replace"] = True
+        if standby:
+            body["standby"] = True
         result: dict[str, Any] = self._call("POST", "/v1/jobs", body, idempotent=True)
+        self._runs[graph.job_id] = str(result["run_id"])
         return result
 
-    def heartbeat(self, job_id: str, after_seq: int) -> Heartbeat:
-        data = self._call(
-            "POST", f"/v1/jobs/{_job(job_id)}/heartbeat", {"after_seq": after_seq}, idempotent=True
-        )
+    def heartbeat(self, job_id: str, after_seq: int, *, run_id: str | None = None) -> Heartbeat:
+        body = {"after_seq": after_seq, "run_id": self._run(job_id, run_id)}
+        data = self._call("POST", f"/v1/jobs/{_job(job_id)}/heartbeat", body, idempotent=True)
         return Heartbeat.from_dict(data)
 
     def acknowledge(
@@ -96,21 +122,36 @@ class CoordinatorClient:
         job_id: str,
         checkpoint_id: int,
         acks: list[tuple[str, int, OperatorSubtaskState]],
+        *,
+        run_id: str | None = None,
     ) -> dict[str, Any]:
         body = {
             "acks": [
                 {"operator_uid": uid, "subtask": subtask, "state": state_to_dict(state)}
                 for uid, subtask, state in acks
-            ]
+            ],
+            "run_id": self._run(job_id, run_id),
         }
         path = f"/v1/jobs/{_job(job_id)}/checkpoints/{int(checkpoint_id)}/acks"
         result: dict[str, Any] = self._call("POST", path, body, idempotent=False)
         return result
 
     def decline(
-        self, job_id: str, checkpoint_id: int, operator_uid: str, subtask: int, reason: str
+        self,
+        job_id: str,
+        checkpoint_id: int,
+        operator_uid: str,
+        subtask: int,
+        reason: str,
+        *,
+        run_id: str | None = None,
     ) -> None:
-        body = {"operator_uid": operator_uid, "subtask": subtask, "reason": reason}
+        body = {
+            "operator_uid": operator_uid,
+            "subtask": subtask,
+            "reason": reason,
+            "run_id": self._run(job_id, run_id),
+        }
         path = f"/v1/jobs/{_job(job_id)}/checkpoints/{int(checkpoint_id)}/decline"
         self._call("POST", path, body, idempotent=False)
 
@@ -121,23 +162,35 @@ class CoordinatorClient:
         *,
         pointer: str | None = None,
         allow_non_restored_state: bool = False,
+        run_id: str | None = None,
     ) -> RestoreResponse:
         body = {
             "graph": graph.to_dict(),
             "pointer": pointer,
             "allow_non_restored_state": allow_non_restored_state,
+            "run_id": self._run(job_id, run_id),
         }
         data = self._call("POST", f"/v1/jobs/{_job(job_id)}/restore-plan", body, idempotent=True)
         return RestoreResponse.from_dict(data)
 
+    def release(self, job_id: str, *, run_id: str | None = None) -> None:
+        """This driver run ends cleanly: the job's standby run, if any, takes over now."""
+        body = {"run_id": self._run(job_id, run_id)}
+        # Best effort on the way out: not retried (a silent run is ended by the timeout).
+        self._call("POST", f"/v1/jobs/{_job(job_id)}/release", body, idempotent=False)
+
     def trigger_checkpoint(self, job_id: str) -> int:
-        data = self._call("POST", f"/v1/jobs/{_job(job_id)}/checkpoints", {}, idempotent=False)
+        """Trigger now; from a client that registered the job, as its driver run."""
+        body = {"run_id": self._runs[job_id]} if job_id in self._runs else {}
+        data = self._call("POST", f"/v1/jobs/{_job(job_id)}/checkpoints", body, idempotent=False)
         return int(data["checkpoint_id"])
 
     def trigger_savepoint(
         self, job_id: str, target_dir: str | None = None, *, stop: bool = False
     ) -> int:
-        body = {"target_dir": target_dir, "stop": stop}
+        body: dict[str, Any] = {"target_dir": target_dir, "stop": stop}
+        if job_id in self._runs:
+            body["run_id"] = self._runs[job_id]
         data = self._call("POST", f"/v1/jobs/{_job(job_id)}/savepoints", body, idempotent=False)
         return int(data["checkpoint_id"])
 

@@ -43,9 +43,14 @@ class Notification:
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
+    """``role``: the caller's, "active" or "standby" (a standby reading "active" was
+    granted the job); ``notification_seq``: the job's last notification seq."""
+
     leader_epoch: int
     job_status: str
     notifications: list[Notification]
+    role: str = "active"
+    notification_seq: int = 0
 
     @property
     def last_seq(self) -> int | None:
@@ -57,6 +62,8 @@ class Heartbeat:
             leader_epoch=int(data["leader_epoch"]),
             job_status=str(data["job_status"]),
             notifications=[Notification.from_dict(n) for n in data.get("notifications", [])],
+            role=str(data.get("role", "active")),
+            notification_seq=int(data.get("notification_seq", 0)),
         )
 
 

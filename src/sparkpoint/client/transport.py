@@ -45,10 +45,12 @@ class Transport:
         creds = credentials or Credentials()
         self.addresses = [normalise(a, creds.default_scheme) for a in addresses]
         self.retry_for_s = retry_for_s
+        # Followers forward leader-only calls for us (one address is enough, e.g. a
+        # Kubernetes Service whose pods' own names this machine cannot resolve).
         self._http = httpx.Client(
             timeout=timeout_s,
             follow_redirects=False,
-            headers=creds.headers(),
+            headers={"Sparkpoint-Proxy": "allow", **creds.headers()},
             verify=creds.verify(),
         )
         self._leader: str | None = None

@@ -32,6 +32,7 @@ from sparkpoint.coordinator.cleanup import CleanupWorker
 from sparkpoint.coordinator.errors import (
     CheckpointFinishedError,
     CoordinatorStoppedError,
+    SupersededRunError,
     TriggerRejectedError,
 )
 from sparkpoint.coordinator.failures import FailureCounter
@@ -85,8 +86,10 @@ class CheckpointCoordinator:
         storage: CheckpointStorageLike,
         clock: Callable[[], int] = wall_clock_ms,
         cleanup: CleanupWorker | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.graph = graph
+        self._run_id = run_id
         self.options = options
         self._counter = counter
         self._clock = clock
@@ -100,7 +103,7 @@ class CheckpointCoordinator:
             tracker=self._tracker,
             outbox=self.outbox,
             stats=self.stats,
-            metrics=JobMetrics(graph.job_id),
+            metrics=JobMetrics(graph.job_id, interval_ms=options.interval_ms),
             failures=FailureCounter(options.tolerable_failures),
             cleanup=self.cleanup,
             storage=storage,
@@ -160,19 +163,52 @@ class CheckpointCoordinator:
                     aborted.append(pending.checkpoint_id)
             return aborted
 
-    def abort_pending(self, reason: str, now_ms: int | None = None) -> list[int]:
-        """Abort every pending checkpoint but go on triggering (a new driver run started:
-        what the old run acknowledged and what the new one would snapshot are not one
-        consistent cut, so no pending checkpoint may complete with a mix of both). Not
-        counted as failures. Returns the ids aborted."""
+    # --- driver runs ----------------------------------------------------------------------
+
+    @property
+    def run_id(self) -> str | None:
+        """The current driver run (Flink's execution attempt): the only one whose
+        acknowledgements and declines are taken. None: no run has registered."""
+        with self._lock:
+            return self._run_id
+
+    def begin_run(self, run_id: str, now_ms: int | None = None) -> list[int]:
+        """Make ``run_id`` the current driver run. Every checkpoint still collecting
+        acknowledgements for an earlier run is aborted (not counted as a failure): what
+        that run acknowledged and what the new one would snapshot are not one consistent
+        cut. A checkpoint already fully acknowledged by the earlier run (finalising) is
+        whole and may still complete. Returns the ids aborted."""
         now = self._now(now_ms)
         with self._lock:
+            previous, self._run_id = self._run_id, run_id
+            if previous == run_id:
+                return []
+            reason = f"driver run {previous} was superseded by run {run_id}"
             aborted = []
             for pending in self._tracker.pending():
                 if pending.status is CheckpointStatus.IN_PROGRESS:
                     self._state.abort(pending, reason, now)
                     aborted.append(pending.checkpoint_id)
             return aborted
+
+    def check_run(self, run_id: str) -> None:
+        """Raise :class:`SupersededRunError` unless ``run_id`` is the current run."""
+        with self._lock:
+            self._check_run(run_id)
+
+    def await_finalizations(self, timeout_s: float = 60.0) -> None:
+        """Return once no checkpoint is being finalised (one that an earlier run fully
+        acknowledged may still reach the store: a restore must see its outcome)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._state.finalize_lock, self._lock:
+                pending = self._tracker.pending()
+                if all(p.status is not CheckpointStatus.FINALIZING for p in pending):
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {self.job_id}: a checkpoint is still being finalised")
+            # Marked FINALIZING but its finaliser has not taken the lock yet: a moment.
+            time.sleep(0.01)
 
     def cancel(self, reason: str = "cancelled", now_ms: int | None = None) -> list[int]:
         """End the job for good (CANCELED): abort every pending checkpoint and trigger
@@ -193,8 +229,10 @@ class CheckpointCoordinator:
             return aborted
 
     def close(self, timeout: float = 10.0) -> bool:
-        """:meth:`stop`, then let queued deletions finish (if this coordinator owns them)."""
+        """:meth:`stop`, then let queued deletions finish (if this coordinator owns them).
+        The job's metric series go: this coordinator no longer reports on it."""
         self.stop()
+        self._state.metrics.remove()
         return self.cleanup.close(timeout) if self._owns_cleanup else True
 
     # --- triggering -----------------------------------------------------------------------
@@ -247,8 +285,13 @@ class CheckpointCoordinator:
         """One subtask's acknowledgement; see :meth:`acknowledge_all`."""
         return self.acknowledge_all(checkpoint_id, [Acknowledgement(operator_uid, subtask, state)])
 
-    def acknowledge_all(self, checkpoint_id: int, acks: Iterable[Acknowledgement]) -> AckResult:
+    def acknowledge_all(
+        self, checkpoint_id: int, acks: Iterable[Acknowledgement], *, run_id: str | None = None
+    ) -> AckResult:
         """Acknowledge a batch of subtasks of one checkpoint, all or nothing.
+
+        ``run_id``: the acknowledging driver run; one that is not current is refused with
+        :class:`SupersededRunError` (None: not checked, for callers inside the driver).
 
         Raises a :class:`~sparkpoint.coordinator.errors.CoordinatorRequestError` (unknown or
         finished checkpoint, duplicate, unexpected subtask, invalid state) with nothing
@@ -259,6 +302,8 @@ class CheckpointCoordinator:
         now = self._clock()
         with self._lock:
             self._require_running()
+            if run_id is not None:
+                self._check_run(run_id)
             pending = self._tracker.get(checkpoint_id)
             batch = pending.check_acknowledgements(acks)
             if not batch:  # an empty batch is valid and changes nothing
@@ -266,7 +311,11 @@ class CheckpointCoordinator:
                 return AckResult(checkpoint_id, CheckpointStatus.IN_PROGRESS, remaining)
             pending.acknowledge(batch, now)
             self.stats.report_acknowledged(
-                checkpoint_id, pending.acknowledged_subtasks, pending.state_size, now
+                checkpoint_id,
+                pending.acknowledged_subtasks,
+                pending.state_size,
+                now,
+                [(a.operator_uid, a.subtask, a.state.state_size) for a in batch],
             )
             if not pending.is_fully_acknowledged:
                 remaining = pending.total_subtasks - pending.acknowledged_subtasks
@@ -274,10 +323,21 @@ class CheckpointCoordinator:
             pending.status = CheckpointStatus.FINALIZING
         return self._finalizer.finalize(pending, started)
 
-    def decline(self, checkpoint_id: int, operator_uid: str, subtask: int, reason: str) -> None:
-        """A subtask could not snapshot: the checkpoint fails (and counts as a failure)."""
+    def decline(
+        self,
+        checkpoint_id: int,
+        operator_uid: str,
+        subtask: int,
+        reason: str,
+        *,
+        run_id: str | None = None,
+    ) -> None:
+        """A subtask could not snapshot: the checkpoint fails (and counts as a failure).
+        ``run_id`` as for :meth:`acknowledge_all`."""
         with self._lock:
             self._require_running()
+            if run_id is not None:
+                self._check_run(run_id)
             pending = self._tracker.get(checkpoint_id)
             if pending.status is not CheckpointStatus.IN_PROGRESS:
                 raise CheckpointFinishedError(
@@ -342,6 +402,10 @@ class CheckpointCoordinator:
     def _require_running(self) -> None:
         if self._state.stopped:
             raise CoordinatorStoppedError(f"job {self.job_id}: the coordinator was stopped")
+
+    def _check_run(self, run_id: str) -> None:
+        if run_id != self._run_id:
+            raise SupersededRunError(self.job_id, run_id, self._run_id)
 
     def _periodic_decision(self, now: int) -> TriggerDecision | None:
         state = self._state

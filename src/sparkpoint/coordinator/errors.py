@@ -60,3 +60,20 @@ class InvalidSubtaskStateError(CoordinatorRequestError):
 class TriggerRejectedError(CoordinatorRequestError):
     """A savepoint cannot be triggered now (job failing, stopped with a savepoint, or a
     stop-with-savepoint already under way)."""
+
+
+class SupersededRunError(CoordinatorRequestError):
+    """The call comes from a driver run that is not the job's current one (a newer run
+    registered since, or the run was never the job's): it is refused, nothing changes.
+    ``run_id``: the caller's run; ``current_run_id``: the job's current run (None: none)."""
+
+    def __init__(self, job_id: str, run_id: str, current_run_id: str | None) -> None:
+        current = f"run {current_run_id}" if current_run_id else "no run"
+        super().__init__(
+            f"job {job_id}: driver run {run_id} is superseded; the job's current run is "
+            f"{current} (a driver run that is not current may not heartbeat, acknowledge "
+            "or decline; it must stop)"
+        )
+        self.job_id = job_id
+        self.run_id = run_id
+        self.current_run_id = current_run_id

@@ -9,7 +9,8 @@ class JobMetrics:
     """Records one job's checkpoint metrics. An expired checkpoint counts as failed too
     (as in Flink's failed-checkpoint count), and in the expired counter."""
 
-    def __init__(self, job_id: str) -> None:
+    def __init__(self, job_id: str, *, interval_ms: int | None = None) -> None:
+        self.job_id = job_id
         self._triggered = metrics.CHECKPOINTS_TRIGGERED.labels(job_id=job_id)
         self._completed = metrics.CHECKPOINTS_COMPLETED.labels(job_id=job_id)
         self._failed = metrics.CHECKPOINTS_FAILED.labels(job_id=job_id)
@@ -19,6 +20,9 @@ class JobMetrics:
         self._finalize = metrics.CHECKPOINT_FINALIZE_DURATION.labels(job_id=job_id)
         self._last_ts = metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job_id=job_id)
         self._last_size = metrics.LAST_CHECKPOINT_SIZE.labels(job_id=job_id)
+        self._last_id = metrics.LAST_CHECKPOINT_ID.labels(job_id=job_id)
+        if interval_ms is not None:
+            metrics.CHECKPOINT_INTERVAL.labels(job_id=job_id).set(interval_ms / 1000)
 
     def triggered(self) -> None:
         self._triggered.inc()
@@ -34,8 +38,15 @@ class JobMetrics:
     def finalized(self, seconds: float) -> None:
         self._finalize.observe(seconds)
 
-    def completed(self, duration_ms: int, completion_ms: int, state_size: int) -> None:
+    def completed(
+        self, duration_ms: int, completion_ms: int, state_size: int, checkpoint_id: int
+    ) -> None:
         self._completed.inc()
+        self._last_id.set(checkpoint_id)
         self._duration.observe(duration_ms / 1000)
         self._last_ts.set(completion_ms / 1000)
         self._last_size.set(state_size)
+
+    def remove(self) -> None:
+        """The job ended here: its series leave the /metrics page."""
+        metrics.remove_job(self.job_id)

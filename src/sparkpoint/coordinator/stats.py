@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer
@@ -32,6 +33,9 @@ class CheckpointRecord:
     failure_timestamp_ms: int | None = None
     failure_message: str | None = None
     external_path: str | None = None
+    # (operator uid, subtask, ack time, state size) per acknowledged subtask: the UI's
+    # per-checkpoint detail; left out of the overview, which lists many checkpoints.
+    subtask_acks: list[tuple[str, int, int, int]] = field(default_factory=list)
 
     @property
     def end_to_end_duration_ms(self) -> int | None:
@@ -40,8 +44,8 @@ class CheckpointRecord:
             end = self.latest_ack_timestamp_ms
         return None if end is None else end - self.trigger_timestamp_ms
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, *, subtasks: bool = False) -> dict[str, Any]:
+        out = {
             "id": self.checkpoint_id,
             "status": self.status.value,
             "is_savepoint": self.kind is CheckpointKind.SAVEPOINT,
@@ -56,6 +60,12 @@ class CheckpointRecord:
             "num_acknowledged_subtasks": self.num_acknowledged_subtasks,
             "external_path": self.external_path,
         }
+        if subtasks:
+            out["subtask_acks"] = [
+                {"operator": uid, "subtask": i, "ack_timestamp": at, "state_size": size}
+                for uid, i, at, size in self.subtask_acks
+            ]
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +131,18 @@ class CheckpointStatsTracker:
                 self._history.appendleft(record)
 
     def report_acknowledged(
-        self, checkpoint_id: int, acknowledged: int, state_size: int, ack_ms: int
+        self,
+        checkpoint_id: int,
+        acknowledged: int,
+        state_size: int,
+        ack_ms: int,
+        subtasks: Iterable[tuple[str, int, int]] = (),
     ) -> None:
+        """``subtasks``: (operator uid, subtask, state size) of the ones acknowledged now."""
         with self._lock:
             record = self._active.get(checkpoint_id)
             if record is not None:
+                record.subtask_acks.extend((uid, i, ack_ms, size) for uid, i, size in subtasks)
                 record.num_acknowledged_subtasks = acknowledged
                 record.state_size = state_size
                 record.latest_ack_timestamp_ms = ack_ms
@@ -173,7 +190,10 @@ class CheckpointStatsTracker:
     def history(self) -> list[CheckpointRecord]:
         """The last N checkpoints, newest first (copies)."""
         with self._lock:
-            return [CheckpointRecord(**_fields(r)) for r in self._history]
+            return [
+                CheckpointRecord(**{**_fields(r), "subtask_acks": list(r.subtask_acks)})
+                for r in self._history
+            ]
 
     def to_dict(self) -> dict[str, Any]:
         with self._lock:

@@ -181,7 +181,7 @@ class Transitions:
         self.outbox.complete(cid, pointer.kind, pointer.metadata_uri)
         self.stats.report_completed(pointer)
         self.metrics.completed(
-            pointer.duration_ms, pointer.completion_timestamp_ms, pointer.state_size
+            pointer.duration_ms, pointer.completion_timestamp_ms, pointer.state_size, cid
         )
         self.last_completion_ms = pointer.completion_timestamp_ms
         for old in subsumed:

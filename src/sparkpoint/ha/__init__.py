@@ -20,6 +20,7 @@ from sparkpoint.ha.leader_info import (
     LeaderInfo,
     list_contenders,
     read_leader,
+    watch_leader_info,
 )
 from sparkpoint.ha.leadership import (
     ContenderState,
@@ -52,4 +53,5 @@ __all__ = [
     "list_contenders",
     "read_epoch",
     "read_leader",
+    "watch_leader_info",
 ]

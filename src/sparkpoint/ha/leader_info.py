@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -80,3 +81,16 @@ def list_contenders(conn: ZooKeeperConnection) -> list[ContenderInfo]:
             except (ValueError, KeyError, TypeError):
                 contenders.append(ContenderInfo(node, "?", "?"))
     return contenders
+
+
+def watch_leader_info(
+    conn: ZooKeeperConnection, on_change: Callable[[LeaderInfo | None], None]
+) -> None:
+    """Call ``on_change`` with leader/info now and on every change of it (each lease
+    renewal too), for as long as the connection lives. Runs on kazoo's event thread:
+    ``on_change`` must only record, never block or call ZooKeeper."""
+
+    def _watch(data: bytes | None, _stat: object) -> None:
+        on_change(LeaderInfo.from_bytes(data) if data else None)
+
+    conn.client.DataWatch(conn.paths.leader_info, _watch)

@@ -59,6 +59,14 @@ def _view(demo: Demo) -> Group:
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="Where output, checkpoints and logs go (default: a new temporary "
                    "directory).")  # fmt: skip
+@click.option("--source", type=click.Choice(["generator", "rabbitmq"]), default="generator",
+              show_default=True,
+              help="generator: click events; rabbitmq: a local broker and a publisher "
+                   "(needs --sink postgres).")  # fmt: skip
+@click.option("--sink", type=click.Choice(["files", "postgres"]), default="files",
+              show_default=True,
+              help="files: transactional files; postgres: a local PostgreSQL, two-phase "
+                   "commit, an exactly-once check at the end (exit 1 if it fails).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
 def demo(
     kill_leader_every: float | None,
@@ -69,6 +77,8 @@ def demo(
     takeover_timeout: float,
     duration: float | None,
     directory: Path | None,
+    source: str,
+    sink: str,
     as_json: bool,
 ) -> None:
     """Run ZooKeeper, two coordinators and a stateful PySpark pipeline on this machine.
@@ -80,6 +90,7 @@ def demo(
     ids keep rising. Ctrl-C stops everything cleanly and prints where the output and the
     checkpoints are.
     """
+    _check_connectors(source, sink)
     directory = (directory or Path(tempfile.mkdtemp(prefix="sparkpoint-demo-"))).resolve()
     console = Console()
 
@@ -94,14 +105,18 @@ def demo(
                 f"[bold green]{event['leader']}[/] leads with epoch {event['epoch']}{extra}"
             )
         elif kind == "killed":
-            console.log(f"[bold red]SIG{event['signal']}[/] sent to {event['coordinator']}")
+            console.log(f"[bold red]{event['signal']}[/] sent to {event['coordinator']}")
         elif kind == "checkpoint":
             console.log(f"checkpoint {event['checkpoint_id']} completed (epoch {event['epoch']})")
         elif kind == "zookeeper":
-            console.log(f"ZooKeeper serving at {event['connect_string']}")
-            console.log("REST authentication is off for this local demo (docs/security.md)")
+            console.log(
+                f"ZooKeeper serving at {event['connect_string']}; REST authentication is "
+                "off for this local demo (docs/security.md)"
+            )
         elif kind == "pipeline":
             console.log(f"pipeline started (pid {event['pid']}); Spark takes a few seconds")
+        elif kind in ("connectors", "draining"):
+            console.log(_connector_event(event))
         elif kind == "pipeline-exited":
             console.log(f"[bold red]the pipeline exited with {event['code']}[/]; see the logs")
 
@@ -114,6 +129,8 @@ def demo(
         kill_leader_every_s=kill_leader_every,
         kill_signal=signal.Signals[f"SIG{signal_name}"],
         duration_s=duration,
+        source=source,
+        sink=sink,
     )
     runner = Demo(options, emit)
     try:
@@ -129,8 +146,12 @@ def demo(
             console.log("stopping: pipeline first (at an epoch boundary), then coordinators")
         runner.stop()
     summary = runner.summary()
+    verification = summary.get("verification")
+    failed = verification is not None and not verification.get("ok")
     if as_json:
         click.echo(json.dumps({"event": "summary", **summary}))
+        if failed:
+            raise SystemExit(1)
         return
     console.print(_view(runner))
     console.print(
@@ -139,3 +160,29 @@ def demo(
         f"output (committed files part-*): {summary['output']}\n"
         f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}"
     )
+    _print_verification(console, verification)
+    if failed:
+        raise SystemExit(1)
+
+
+def _check_connectors(source: str, sink: str) -> None:
+    if (source == "rabbitmq") != (sink == "postgres"):
+        raise click.UsageError(
+            f"--source {source} --sink {sink}: the connectors go together, use "
+            "--source rabbitmq --sink postgres (or neither)"
+        )
+
+
+def _connector_event(event: dict[str, Any]) -> str:
+    if event["event"] == "connectors":
+        return f"RabbitMQ at {event['rabbitmq']}, PostgreSQL at {event['postgres']}"
+    return f"publisher stopped after {event['published']:,} messages; draining"
+
+
+def _print_verification(console: Console, verification: dict[str, Any] | None) -> None:
+    if verification is not None:
+        console.print(
+            f"{verification.get('summary', 'no verification (the demo did not get that far)')}"
+            f"; poison messages {verification.get('poisoned')}, in the dead-letter queue "
+            f"{verification.get('dead_lettered')}"
+        )

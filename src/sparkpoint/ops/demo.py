@@ -24,6 +24,7 @@ from typing import Any
 
 from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_leader
+from sparkpoint.ops.demo_connectors import QueueDemo
 from sparkpoint.ops.zookeeper import LocalZooKeeper, free_port
 
 CLUSTER = "demo"
@@ -42,6 +43,9 @@ class DemoOptions:
     kill_leader_every_s: float | None = None
     kill_signal: int = signal.SIGKILL
     duration_s: float | None = None
+    source: str = "generator"  # or "rabbitmq" (with sink "postgres")
+    sink: str = "files"
+    drain_timeout_s: float = 300.0
 
 
 @dataclass
@@ -81,6 +85,7 @@ class Demo:
     progress: Progress = field(default_factory=Progress)
     leader: tuple[str, int] | None = None
     failovers: list[dict[str, Any]] = field(default_factory=list)
+    queue: QueueDemo | None = None
     _progress_offset: int = 0
     _rate: list[tuple[float, int]] = field(default_factory=list)
 
@@ -121,7 +126,15 @@ class Demo:
             replica = Replica(f"coordinator-{i + 1}", free_port())
             self._start_replica(replica)
             self.replicas.append(replica)
+        if opts.source == "rabbitmq":
+            self.queue = QueueDemo(opts.directory)
+            self.queue.start_servers()
+            assert self.queue.rabbitmq is not None and self.queue.postgres is not None
+            self.emit({"event": "connectors", "rabbitmq": self.queue.rabbitmq.url,
+                       "postgres": self.queue.postgres.conninfo})  # fmt: skip
         self._start_pipeline()
+        if self.queue is not None:
+            self.queue.start_publisher()
         started = time.monotonic()
         next_kill = started + (opts.kill_leader_every_s or float("inf"))
         killed_at: float | None = None
@@ -181,17 +194,23 @@ class Demo:
 
     def _start_pipeline(self) -> None:
         opts = self.options
-        command = [
-            sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
-            "--job-id", JOB, "--checkpoint-dir", str(self.checkpoint_dir),
+        common = [
+            "--checkpoint-dir", str(self.checkpoint_dir),
             "--savepoint-dir", str(opts.directory / "savepoints"),
-            "--output", str(self.output_dir), "--progress", str(self.progress_file),
+            "--progress", str(self.progress_file),
             "--coordinator", ",".join(r.address for r in self.replicas),
             "--parallelism", str(opts.parallelism),
-            "--records-per-epoch", str(opts.records_per_epoch),
-            "--records-per-split", "0",  # endless: runs until stopped
             "--interval-ms", str(int(opts.checkpoint_interval_s * 1000)),
         ]  # fmt: skip
+        if self.queue is not None:
+            command = [sys.executable, "-m", *self.queue.pipeline_args(), *common]
+        else:
+            command = [
+                sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
+                "--job-id", JOB, "--output", str(self.output_dir), *common,
+                "--records-per-epoch", str(opts.records_per_epoch),
+                "--records-per-split", "0",  # endless: runs until stopped
+            ]  # fmt: skip
         with open(self.logs / "pipeline.log", "ab") as log:
             self.pipeline = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -261,6 +280,8 @@ class Demo:
     # --- stop -------------------------------------------------------------------------
 
     def stop(self) -> None:
+        if self.queue is not None:
+            self._drain()
         if self.pipeline is not None and self.pipeline.poll() is None:
             # SIGINT: the driver stops at an epoch boundary; committed output stays.
             with contextlib.suppress(ProcessLookupError):
@@ -281,10 +302,28 @@ class Demo:
                 except subprocess.TimeoutExpired:
                     replica.proc.kill()
         self._read_progress()
+        if self.queue is not None:
+            self.queue.verify()
+            self.queue.close()
         if self.observer is not None:
             self.observer.close()
         if self.zk is not None:
             self.zk.stop()
+
+    def _drain(self) -> None:
+        """Stop publishing and let the pipeline commit what was published."""
+        assert self.queue is not None
+        self.queue.stop_publisher()
+        self.emit({"event": "draining", "published": self.queue.published})
+        deadline = time.monotonic() + self.options.drain_timeout_s
+        while time.monotonic() < deadline and not self.queue.drained():
+            if self.pipeline is None or self.pipeline.poll() is not None:
+                break
+            time.sleep(0.5)  # a polling interval: rows arrive with completed checkpoints
+        # One more checkpoint interval, so a late duplicate would show up in the check.
+        end = time.monotonic() + 2 * self.options.checkpoint_interval_s
+        while time.monotonic() < end and self.pipeline is not None and self.pipeline.poll() is None:
+            time.sleep(0.5)
 
     def summary(self) -> dict[str, Any]:
         committed = sorted(self.output_dir.glob("**/part-*")) if self.output_dir.exists() else []
@@ -297,4 +336,5 @@ class Demo:
             "output": str(self.output_dir),
             "checkpoints": str(self.checkpoint_dir),
             "logs": str(self.logs),
+            **({"verification": self.queue.verification} if self.queue is not None else {}),
         }

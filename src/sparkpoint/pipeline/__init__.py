@@ -16,6 +16,7 @@ from sparkpoint.pipeline.channel import (
     CheckpointChannel,
     CheckpointCompleted,
     Restored,
+    RunSuperseded,
     TriggerCheckpoint,
 )
 from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
@@ -73,6 +74,7 @@ __all__ = [
     "Pipeline",
     "PipelineDriver",
     "Restored",
+    "RunSuperseded",
     "RuntimeContext",
     "Slot",
     "Source",

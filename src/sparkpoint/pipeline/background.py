@@ -5,6 +5,9 @@ Wraps any :class:`~sparkpoint.pipeline.channel.CheckpointChannel`. Start-up call
 (register, restore) and explicit triggers stay synchronous; ``heartbeat`` returns the
 notices the thread collected so far, and ``acknowledge``/``decline`` are queued (an
 acknowledgement the coordinator refuses is logged and dropped: that checkpoint is gone).
+A refusal of the run itself (:class:`~sparkpoint.pipeline.channel.RunSuperseded`) ends the
+thread; the epoch loop's next ``heartbeat`` raises it, and notices not yet handed over are
+dropped (a superseded run commits nothing more).
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ import threading
 from collections.abc import Callable, Sequence
 
 from sparkpoint.checkpoint import JobGraph
-from sparkpoint.pipeline.channel import Ack, ChannelNotice, CheckpointChannel, Restored
+from sparkpoint.pipeline.channel import (
+    Ack,
+    ChannelNotice,
+    CheckpointChannel,
+    Restored,
+    RunSuperseded,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +38,17 @@ class BackgroundChannel:
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
         self.dropped: list[int] = []
+        #: Set by the thread when the coordinator refused this run.
+        self.superseded: RunSuperseded | None = None
 
-    def register(self, graph: JobGraph) -> None:
-        self.inner.register(graph)
+    def register(self, graph: JobGraph, *, standby: bool = False) -> str:
+        return self.inner.register(graph, standby=standby)
+
+    def wait_for_grant(self) -> None:
+        self.inner.wait_for_grant()
+
+    def release(self) -> None:
+        self.inner.release()
 
     def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
         return self.inner.restore(graph, pointer)
@@ -56,12 +73,20 @@ class BackgroundChannel:
                     return
                 for notice in self.inner.heartbeat():
                     self._notices.put(notice)
+            except RunSuperseded as exc:
+                self.superseded = exc
+                return
             except Exception:
                 # A refused request must not end the thread: the epoch loop would never
                 # hear of a checkpoint again. Log it; the next round tries afresh.
                 log.exception("coordinator request failed")
 
+    def _check(self) -> None:
+        if self.superseded is not None:
+            raise self.superseded
+
     def heartbeat(self) -> list[ChannelNotice]:
+        self._check()
         self._start()
         notices = []
         while True:
@@ -71,6 +96,8 @@ class BackgroundChannel:
                 return notices
 
     def acknowledge(self, checkpoint_id: int, acks: Sequence[Ack]) -> bool:
+        self._check()
+
         def send() -> None:
             if not self.inner.acknowledge(checkpoint_id, acks):
                 self.dropped.append(checkpoint_id)
@@ -79,6 +106,7 @@ class BackgroundChannel:
         return True
 
     def decline(self, checkpoint_id: int, operator_uid: str, subtask: int, reason: str) -> None:
+        self._check()
         self._work.put(lambda: self.inner.decline(checkpoint_id, operator_uid, subtask, reason))
 
     def trigger_checkpoint(self) -> int:

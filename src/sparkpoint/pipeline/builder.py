@@ -19,7 +19,7 @@ from typing import Any
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec, validate_job_id
 from sparkpoint.pipeline.functions import KeyedProcessFunction
-from sparkpoint.pipeline.sink import TransactionalFileSink
+from sparkpoint.pipeline.sink import Sink
 from sparkpoint.pipeline.sources.base import Source
 from sparkpoint.recovery import default_max_parallelism
 
@@ -38,7 +38,7 @@ class Pipeline:
     key_selector: Callable[[Any], Any] | None = None
     function: KeyedProcessFunction | None = None
     process_uid: str = "process"
-    sink_op: TransactionalFileSink | None = None
+    sink_op: Sink | None = None
     sink_uid: str = "sink"
 
     def __post_init__(self) -> None:
@@ -57,7 +57,7 @@ class Pipeline:
     def process(self, function: KeyedProcessFunction, *, uid: str = "process") -> Pipeline:
         return replace(self, function=function, process_uid=uid)
 
-    def sink(self, sink: TransactionalFileSink, *, uid: str = "sink") -> Pipeline:
+    def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)
 
     def with_parallelism(self, parallelism: int) -> Pipeline:

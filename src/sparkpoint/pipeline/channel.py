@@ -55,12 +55,36 @@ class Restored:
 Ack = tuple[str, int, OperatorSubtaskState]
 
 
+class RunSuperseded(Exception):
+    """This driver run is no longer the job's current one: a newer run registered (a
+    restarted driver, a standby that took over). Every call of the old run is refused
+    and changes nothing; the driver must stop without committing anything more. The
+    message names both runs."""
+
+
 class CheckpointChannel(Protocol):
     """What the driver needs from a coordinator. Implementations keep the notification
-    sequence themselves: ``heartbeat`` returns each notice once."""
+    sequence themselves: ``heartbeat`` returns each notice once.
 
-    def register(self, graph: JobGraph) -> None:
-        """Register (or re-register after a restart) the job's graph."""
+    Registering starts a driver run with a new id, which every later call carries; once
+    another run registered, ``restore``, ``heartbeat``, ``acknowledge``, ``decline`` and
+    the triggers raise :class:`RunSuperseded`."""
+
+    def register(self, graph: JobGraph, *, standby: bool = False) -> str:
+        """Register (or re-register after a restart) the job's graph; returns the id of
+        the driver run this starts. ``standby``: as the job's warm standby run, which
+        :meth:`wait_for_grant` then waits with (the run becomes the active one at once
+        when the job has no active run)."""
+        ...
+
+    def wait_for_grant(self) -> None:
+        """A standby run: heartbeat until the coordinator grants it the job (the active
+        run went silent or released it). Returns at once for an active run; raises
+        :class:`RunSuperseded` when another standby replaced this one."""
+
+    def release(self) -> None:
+        """This run ends cleanly: the job's standby, if any, may take over at once. Best
+        effort; never raises."""
 
     def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
         """Plan a restore at ``graph``'s parallelism from ``pointer`` (a savepoint or

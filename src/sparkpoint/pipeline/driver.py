@@ -8,6 +8,11 @@ its new state is cached for the next epoch. A checkpoint the coordinator trigger
 taken at the end of the next epoch: every subtask writes its state partition to one file,
 the driver writes source offsets and sink transactions, acknowledges every subtask, and
 re-reads the state RDD from the files it just wrote, which bounds the lineage.
+
+Registering starts a driver run. When the coordinator refuses the run because a newer one
+of the job registered (this driver was cut off and replaced), the loop stops at once: it
+logs why, runs no more epochs and commits none of its sink's pending transactions (the
+newer run restores them from the checkpoint it restores).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from sparkpoint.pipeline.channel import (
     CheckpointChannel,
     CheckpointCompleted,
     Restored,
+    RunSuperseded,
     TriggerCheckpoint,
 )
 from sparkpoint.pipeline.operator_state import decode_element, encode_element
@@ -76,6 +82,10 @@ class DriverStatus:
     declined: list[tuple[int, str]] = field(default_factory=list)
     savepoints: dict[int, str] = field(default_factory=dict)
     finished: bool = False
+    #: This run's id, as the coordinator issued it at registration.
+    run_id: str | None = None
+    #: Why the coordinator refused this run (a newer run registered); the loop stopped.
+    superseded: str | None = None
 
     @property
     def records_per_second(self) -> float:
@@ -93,6 +103,10 @@ class PipelineDriver:
 
     ``lineage_limit``: after this many epochs without a snapshot the state RDD's lineage
     is cut with Spark's local checkpoint (snapshots cut it durably, see ``_checkpoint``).
+
+    ``standby``: :meth:`start` registers a warm standby run of the job (the service only),
+    warms Spark up and waits until the coordinator grants it the job — the active run went
+    silent or exited — then restores the latest completed checkpoint and returns.
     """
 
     def __init__(
@@ -105,6 +119,7 @@ class PipelineDriver:
         inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
         on_epoch: Callable[[DriverStatus], None] | None = None,
         lineage_limit: int = 25,
+        standby: bool = False,
     ) -> None:
         pipeline.validate()
         self.pipeline = pipeline
@@ -116,6 +131,7 @@ class PipelineDriver:
         self._inline_threshold = inline_threshold
         self._on_epoch = on_epoch
         self._lineage_limit = lineage_limit
+        self._standby = standby
         self._epochs_since_reload = 0
         self._p = pipeline.parallelism
         self._m = pipeline.effective_max_parallelism
@@ -136,9 +152,15 @@ class PipelineDriver:
     # -- start and restore ------------------------------------------------------------
 
     def start(self) -> Restored | None:
-        self.channel.register(self.graph)
+        self.status.run_id = self.channel.register(self.graph, standby=self._standby)
+        if self._standby:
+            self._warm_up()
+            log.info("job %s: standby run %s waiting", self.graph.job_id, self.status.run_id)
+            self.channel.wait_for_grant()
+        self._sink.bind(self.graph.job_id, self.pipeline.sink_uid)
         restored = self.channel.restore(self.graph, self._restore_from)
         if restored is None:
+            self._sink.restore([])  # no checkpoint owns any earlier transaction
             self.state = self._load_state(
                 tuple(
                     SubtaskRestore(i, key_group_range_for_subtask(self._m, self._p, i))
@@ -161,6 +183,13 @@ class PipelineDriver:
             self._p,
         )
         return restored
+
+    def _warm_up(self) -> None:
+        """One small job on every partition: executors are up and their Python workers
+        have imported sparkpoint before the standby is needed."""
+        self.sc.parallelize([(Slot(i), None) for i in range(self._p)], self._p).partitionBy(
+            self._p, self.partitioner
+        ).count()
 
     @staticmethod
     def _operator_elements(plan: Any, uid: str, name: str) -> list[bytes]:
@@ -198,7 +227,14 @@ class PipelineDriver:
 
     def poll(self) -> None:
         """Heartbeat; act on completions and aborts, queue triggers."""
-        for notice in self.channel.heartbeat():
+        if self.status.superseded is not None:
+            return
+        try:
+            notices = self.channel.heartbeat()
+        except RunSuperseded as exc:
+            self._supersede(exc)
+            return
+        for notice in notices:
             if isinstance(notice, TriggerCheckpoint):
                 self._triggers.append(notice)
             elif isinstance(notice, CheckpointCompleted):
@@ -208,6 +244,7 @@ class PipelineDriver:
 
     def _on_complete(self, notice: CheckpointCompleted) -> None:
         committed = self._sink.commit_up_to(notice.checkpoint_id)
+        self._source.notify_checkpoint_complete(notice.checkpoint_id)
         self._function_notices.append(("complete", notice.checkpoint_id))
         self.status.completed.append(notice.checkpoint_id)
         if notice.kind is CheckpointKind.CHECKPOINT:
@@ -224,10 +261,22 @@ class PipelineDriver:
         if notice.checkpoint_id == self._stop_savepoint:
             self._stop_savepoint = None  # the stop failed: keep running
 
+    def _supersede(self, exc: RunSuperseded) -> None:
+        """Stop for good: another run of the job is current. Nothing more is committed."""
+        self._stopped = True
+        self._triggers.clear()
+        self.status.superseded = str(exc)
+        log.warning("driver run %s stops: %s", self.status.run_id, exc)
+
     @property
     def stopped(self) -> bool:
-        """True once a stop-with-savepoint completed."""
+        """True once a stop-with-savepoint completed, or the run was superseded."""
         return self._stopped
+
+    @property
+    def superseded(self) -> bool:
+        """True when the coordinator refused this run (a newer one registered)."""
+        return self.status.superseded is not None
 
     def run_epoch(self) -> bool:
         """Heartbeat, then one epoch (and a checkpoint after it if one is due). Returns
@@ -308,13 +357,17 @@ class PipelineDriver:
         cid = trigger.checkpoint_id
         location = self._location(trigger)
         self._sink.pre_commit(cid)
+        self._source.snapshot_state(cid)
         snapshot = SnapshotTask(location, self.pipeline.process_uid, self._p, self._m)
         results = dict(self.state.mapPartitionsWithIndex(snapshot).collect())
         declined = [(i, r) for i, r in sorted(results.items()) if isinstance(r, str)]
         if declined:
             index, reason = declined[0]
             log.warning("checkpoint %d declined by subtask %d: %s", cid, index, reason)
-            self.channel.decline(cid, self.pipeline.process_uid, index, reason)
+            try:
+                self.channel.decline(cid, self.pipeline.process_uid, index, reason)
+            except RunSuperseded as exc:
+                self._supersede(exc)
             self.status.declined.append((cid, reason))
             return
         acks: list[Ack] = [
@@ -325,7 +378,12 @@ class PipelineDriver:
         acks += self._driver_side_acks(location)
         if trigger.stop:
             self._stop_savepoint = cid
-        if not self.channel.acknowledge(cid, acks):
+        try:
+            acknowledged = self.channel.acknowledge(cid, acks)
+        except RunSuperseded as exc:
+            self._supersede(exc)
+            return
+        if not acknowledged:
             log.info("checkpoint %d is gone (aborted or lost in a failover); going on", cid)
             if trigger.stop:
                 self._stop_savepoint = None
@@ -406,6 +464,8 @@ class PipelineDriver:
     def _wait_for(self, checkpoint_id: int, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
         while checkpoint_id not in self.status.completed:
+            if self.status.superseded is not None:
+                raise RunSuperseded(self.status.superseded)
             if any(c == checkpoint_id for c, _ in self.status.aborted):
                 raise RuntimeError(f"checkpoint {checkpoint_id} aborted")
             if time.monotonic() > deadline:
@@ -415,9 +475,12 @@ class PipelineDriver:
         return checkpoint_id
 
     def close(self) -> None:
+        """Release the run (a standby may take over at once) and the channel."""
         for rdd in self._cached:
             rdd.unpersist()
         self._cached.clear()
+        if not self.superseded:
+            self.channel.release()
         self.channel.close()
 
 

@@ -5,22 +5,37 @@ What a failover means for the driver: notices keep coming from the new leader (i
 sequence numbers are higher), and a checkpoint that was pending at the old leader is
 gone — acknowledging or declining it answers 404/409 — so it is dropped and the next
 trigger is awaited; the pipeline itself never stops for it.
+
+Every call carries the driver run id the registration returned. When another run of the
+job registered since, the coordinator refuses this one (409 ``run_superseded``, naming
+both runs) and the call raises :class:`~sparkpoint.pipeline.channel.RunSuperseded`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sparkpoint.checkpoint import CheckpointKind, JobGraph
-from sparkpoint.client import Conflict, CoordinatorClient, Credentials, NotFound, Unavailable
+from sparkpoint.client import (
+    ClientError,
+    Conflict,
+    CoordinatorClient,
+    Credentials,
+    NotFound,
+    Superseded,
+    Unavailable,
+)
 from sparkpoint.pipeline.channel import (
     Ack,
     ChannelNotice,
     CheckpointAborted,
     CheckpointCompleted,
     Restored,
+    RunSuperseded,
     TriggerCheckpoint,
 )
 
@@ -45,7 +60,10 @@ class RemoteChannel:
         )
         self._config = dict(checkpoint_config or {})
         self._job_id: str | None = None
+        self._run_id: str | None = None
         self._seq = 0
+        self.standby = False
+        self._superseded = False
 
     @property
     def job_id(self) -> str:
@@ -53,14 +71,60 @@ class RemoteChannel:
             raise RuntimeError("register the job first")
         return self._job_id
 
-    def register(self, graph: JobGraph) -> None:
-        reply = self.client.register_job(graph, self._config)
+    @property
+    def run_id(self) -> str:
+        if self._run_id is None:
+            raise RuntimeError("register the job first")
+        return self._run_id
+
+    def register(self, graph: JobGraph, *, standby: bool = False) -> str:
+        reply = self.client.register_job(graph, self._config, standby=standby)
         self._job_id = graph.job_id
+        self._run_id = str(reply["run_id"])
+        self.standby = reply.get("role") == "standby"
         # Notices from before this run (triggers of an earlier driver) are not ours.
         self._seq = int(reply.get("notification_seq", 0))
+        role = "the standby" if self.standby else "the active"
+        log.info("job %s: this driver is %s run %s", graph.job_id, role, self._run_id)
+        return self._run_id
+
+    def wait_for_grant(self, poll_s: float = 0.1) -> None:
+        while self.standby:
+            try:
+                with self._as_run():
+                    beat = self.client.heartbeat(self.job_id, self._seq, run_id=self.run_id)
+            except Unavailable as exc:
+                log.warning("standby heartbeat: %s", exc)
+                beat = None
+            if beat is not None and beat.role == "active":
+                self.standby = False
+                log.info("job %s: standby run %s granted the job", self.job_id, self.run_id)
+                return
+            time.sleep(poll_s)  # a polling interval: the grant comes with a heartbeat reply
+
+    def release(self) -> None:
+        if self._run_id is None or self._superseded:
+            return
+        try:
+            self.client.release(self.job_id, run_id=self._run_id)
+        except ClientError as exc:
+            log.info("release of run %s: %s", self._run_id, exc)
+        except Exception as exc:  # unreachable coordinators: the takeover timeout ends it
+            log.info("release of run %s failed: %s", self._run_id, exc)
+
+    @contextmanager
+    def _as_run(self) -> Iterator[None]:
+        try:
+            yield
+        except Superseded as exc:
+            self._superseded = True
+            raise RunSuperseded(exc.message) from exc
 
     def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
-        reply = self.client.restore_plan(self.job_id, graph, pointer=pointer)
+        with self._as_run():
+            reply = self.client.restore_plan(
+                self.job_id, graph, pointer=pointer, run_id=self.run_id
+            )
         if reply.plan is None or reply.restored is None:
             return None
         return Restored(
@@ -72,7 +136,8 @@ class RemoteChannel:
 
     def heartbeat(self) -> list[ChannelNotice]:
         try:
-            beat = self.client.heartbeat(self.job_id, self._seq)
+            with self._as_run():
+                beat = self.client.heartbeat(self.job_id, self._seq, run_id=self.run_id)
         except Unavailable as exc:
             # No leader for a while: nothing to act on; the pipeline goes on and the
             # next heartbeat tries again.
@@ -92,7 +157,10 @@ class RemoteChannel:
 
     def acknowledge(self, checkpoint_id: int, acks: Sequence[Ack]) -> bool:
         try:
-            reply = self.client.acknowledge(self.job_id, checkpoint_id, list(acks))
+            with self._as_run():
+                reply = self.client.acknowledge(
+                    self.job_id, checkpoint_id, list(acks), run_id=self.run_id
+                )
         except (NotFound, Conflict, Unavailable) as exc:
             log.info("checkpoint %d dropped: %s", checkpoint_id, exc)
             return False
@@ -100,15 +168,20 @@ class RemoteChannel:
 
     def decline(self, checkpoint_id: int, operator_uid: str, subtask: int, reason: str) -> None:
         try:
-            self.client.decline(self.job_id, checkpoint_id, operator_uid, subtask, reason)
+            with self._as_run():
+                self.client.decline(
+                    self.job_id, checkpoint_id, operator_uid, subtask, reason, run_id=self.run_id
+                )
         except (NotFound, Conflict, Unavailable) as exc:
             log.info("decline of checkpoint %d not needed: %s", checkpoint_id, exc)
 
     def trigger_checkpoint(self) -> int:
-        return self.client.trigger_checkpoint(self.job_id)
+        with self._as_run():
+            return self.client.trigger_checkpoint(self.job_id)
 
     def trigger_savepoint(self, target_dir: str | None = None, *, stop: bool = False) -> int:
-        return self.client.trigger_savepoint(self.job_id, target_dir, stop=stop)
+        with self._as_run():
+            return self.client.trigger_savepoint(self.job_id, target_dir, stop=stop)
 
     def close(self) -> None:
         self.client.close()

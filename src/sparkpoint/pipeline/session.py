@@ -16,7 +16,12 @@ def spark_session(
 ) -> SparkSession:
     """Get or create a session; ``conf``: more Spark settings by their own names,
     e.g. ``spark_session(**{"spark.task.maxFailures": "8"})``."""
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(
+            "the pipeline runtime needs pyspark: install sparkpoint[pipeline]"
+        ) from e
 
     # Python workers must be this interpreter: the system python3 has no sparkpoint.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

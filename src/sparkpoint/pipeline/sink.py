@@ -23,13 +23,35 @@ import re
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sparkpoint.storage import FileAlreadyExists, FileNotFound, filesystem_for
 from sparkpoint.storage.uri import parse
 
 IN_PROGRESS_DIR = "_inprogress"
 _IN_PROGRESS_NAME = re.compile(r"^[0-9a-f]+-[0-9]{8}-[0-9]{5}\.jsonl$")
+
+
+class Sink(Protocol):
+    """What the driver calls on a sink (see also pipeline/two_phase.py). Phase one:
+    ``writer(run, epoch)`` is shipped to the executors, its ``write(partition, outputs)``
+    results come back to ``epoch_written``. Phase two: ``pre_commit`` at a snapshot,
+    ``snapshot`` for the checkpoint's operator state, ``commit_up_to`` on completion,
+    ``restore`` with the restored checkpoint's elements (none on a fresh start)."""
+
+    def bind(self, job_id: str, operator_uid: str) -> None: ...
+
+    def writer(self, run_id: str, epoch: int) -> Any: ...
+
+    def epoch_written(self, outputs: Iterable[Any]) -> None: ...
+
+    def pre_commit(self, checkpoint_id: int) -> None: ...
+
+    def snapshot(self, parallelism: int) -> list[list[bytes]]: ...
+
+    def commit_up_to(self, checkpoint_id: int) -> int: ...
+
+    def restore(self, elements: Iterable[bytes]) -> None: ...
 
 
 class SinkCommitError(RuntimeError):
@@ -88,6 +110,9 @@ class TransactionalFileSink:
     def __post_init__(self) -> None:
         self._fs = filesystem_for(self.directory)
         self._fs.mkdirs(str(parse(self.directory).child(IN_PROGRESS_DIR)))
+
+    def bind(self, job_id: str, operator_uid: str) -> None:
+        """File names carry the run id, not the job: nothing to bind."""
 
     def writer(self, run_id: str, epoch: int) -> SinkWriter:
         return SinkWriter(self.directory, run_id, epoch, self.serialize)

@@ -23,7 +23,7 @@ from sparkpoint.checkpoint import (
     InvalidCheckpointValue,
 )
 from sparkpoint.metadata import MetadataError, decode_metadata, metadata_checksum
-from sparkpoint.metrics import RESTORE_FALLBACKS
+from sparkpoint.metrics import RESTORE_FALLBACKS, RESTORES
 from sparkpoint.recovery.errors import CheckpointLoadError, NoRestorableCheckpointError
 from sparkpoint.storage import METADATA_FILE_NAME, CheckpointStorage, FileNotFound, StorageError
 from sparkpoint.storage.uri import parse
@@ -168,6 +168,7 @@ def _first_readable(
             skipped.append(SkippedCheckpoint(checkpoint_id, metadata_uri, str(exc)))
             continue
         loaded = LoadedCheckpoint(checkpoint, metadata_uri, tuple(skipped))
+        RESTORES.labels(job_id=checkpoint.job_id).inc()
         if skipped:
             RESTORE_FALLBACKS.labels(job_id=checkpoint.job_id).inc()
             log.warning("restoring %s", loaded.describe())

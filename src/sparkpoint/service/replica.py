@@ -82,6 +82,7 @@ class Replica:
             storage=self.storage,
             option_defaults=self._option_defaults,
             heartbeat_timeout_s=self.config.service.heartbeat_timeout_s,
+            driver_takeover_timeout_s=self.config.service.driver_takeover_timeout_s,
             cleanup=self.cleanup,
             orphan_grace_s=self.config.store.orphan_grace_s,
             orphan_interval_s=self.config.store.orphan_scan_interval_s,

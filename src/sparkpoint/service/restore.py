@@ -18,6 +18,7 @@ def restore_plan(
     storage: CheckpointStorage,
     graph: JobGraph,
     *,
+    run_id: str,
     pointer: str | None,
     allow_non_restored_state: bool,
 ) -> dict[str, Any]:
@@ -25,15 +26,18 @@ def restore_plan(
 
     ``pointer`` None: the newest readable retained checkpoint (None when there is none:
     a first start). Afterwards the job's counter is above the restored id and its stats
-    record the restore. Raises the recovery errors (validation, unreadable checkpoint).
+    record the restore. Raises the recovery errors (validation, unreadable checkpoint), and
+    ``SupersededRunError`` when ``run_id`` is not the job's current driver run.
     """
     if graph.job_id != session.job_id:
         raise InvalidRequestError(
             f"the graph is of job {graph.job_id!r}, the request is for job {session.job_id!r}"
         )
-    # A restore plan is asked for by a driver starting a new run: checkpoints still pending
-    # from an earlier run must not be completed with acknowledgements from this one.
-    session.coordinator.abort_pending("a new driver run asked for a restore plan")
+    # The run's registration aborted what earlier runs left pending; one an earlier run
+    # fully acknowledged may still be reaching the store, and the restore must see it:
+    # restoring an older one would replay what that checkpoint's sink commits.
+    session.check_run(run_id)
+    session.coordinator.await_finalizations()
     loaded: LoadedCheckpoint | None
     if pointer is None:
         loaded = load_latest_checkpoint(session.store, storage, session.job_id)

@@ -19,6 +19,10 @@ class JobSession:
     A job whose driver has not heartbeated within ``heartbeat_timeout_s`` is disconnected:
     its checkpoints still expire, but none is triggered (nobody would take it). A new
     term starts every job disconnected until its driver's next heartbeat.
+
+    A job may also have one warm standby driver run. It heartbeats as such (and is told
+    so), takes part in nothing, and is granted the run when the active run is silent for
+    the driver takeover timeout or released it (:meth:`takeover_due`; the term grants).
     """
 
     def __init__(
@@ -38,6 +42,12 @@ class JobSession:
         self.notices = NoticeTranslator(notice_base)
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self._last_heartbeat: float | None = None
+        self._opened = time.monotonic()
+        self._standby_heartbeat: float | None = None
+        #: The active run said it is ending (a clean exit): its standby may take over now.
+        self.released = False
+        #: Notices up to here belong to runs before the last grant: never sent again.
+        self._granted_after = 0
         #: Serialises a stop-with-savepoint trigger with heartbeat replies, so a trigger
         #: notice is never sent before it is known to stop the job.
         self.lock = threading.Lock()
@@ -48,8 +58,52 @@ class JobSession:
     def job_id(self) -> str:
         return self.record.job_id
 
-    def heartbeat(self) -> None:
+    @property
+    def run_id(self) -> str | None:
+        """The job's current driver run."""
+        return self.coordinator.run_id
+
+    def check_run(self, run_id: str) -> None:
+        """Refuse a driver run that is not the current one (``SupersededRunError``)."""
+        self.coordinator.check_run(run_id)
+
+    @property
+    def standby_run_id(self) -> str:
+        """The job's standby driver run ("" when none)."""
+        return self.record.standby_run_id
+
+    def heartbeat(self, run_id: str) -> str:
+        """The current run (or the standby) is alive: returns its role, "active" or
+        "standby". Any other run's heartbeat is refused and marks nothing."""
+        if self.standby_run_id and run_id == self.standby_run_id:
+            self._standby_heartbeat = time.monotonic()
+            return "standby"
+        self.check_run(run_id)
         self._last_heartbeat = time.monotonic()
+        return "active"
+
+    def standby_alive(self) -> bool:
+        last = self._standby_heartbeat
+        return last is not None and time.monotonic() - last <= self.heartbeat_timeout_s
+
+    def takeover_due(self, timeout_s: float) -> bool:
+        """Whether the standby should be granted the run now: it is heartbeating, and the
+        active run released it or has been silent for ``timeout_s`` (since this term
+        opened the job, if it never heartbeated in this term)."""
+        if not self.standby_run_id or not self.standby_alive():
+            return False
+        if self.released:
+            return True
+        last = self._last_heartbeat if self._last_heartbeat is not None else self._opened
+        return time.monotonic() - last > timeout_s
+
+    def granted(self) -> None:
+        """The standby became the active run: it is connected once it heartbeats."""
+        self._last_heartbeat = None
+        self._opened = time.monotonic()
+        self._standby_heartbeat = None
+        self.released = False
+        self._granted_after = self.last_seq()
 
     def connected(self) -> bool:
         last = self._last_heartbeat
@@ -61,7 +115,7 @@ class JobSession:
     def notifications(self, after_seq: int) -> list[dict[str, Any]]:
         now_ms = int(time.time() * 1000)
         with self.lock:
-            local = self.notices.to_local(after_seq)
+            local = self.notices.to_local(max(after_seq, self._granted_after))
             return [
                 self.notices.translate(n, now_ms)
                 for n in self.coordinator.notifications_since(local)

@@ -122,13 +122,13 @@ class StatusReader:
             retained = session.store.get_all()
         else:
             retained = self._backend.retained(job_id)
-            overview = self._durable_overview(retained)
+            overview = self.durable_overview(retained)
         overview["retained"] = [p.to_dict() for p in retained]
         overview["source"] = self.source
         return overview
 
     @staticmethod
-    def _durable_overview(retained: list[CheckpointPointer]) -> dict[str, Any]:
+    def durable_overview(retained: list[CheckpointPointer]) -> dict[str, Any]:
         checkpoints = [p for p in retained if not p.is_savepoint]
         return {
             "counts": {
@@ -154,7 +154,7 @@ class StatusReader:
         if session is not None:
             for record in session.coordinator.stats.history():
                 if record.checkpoint_id == checkpoint_id:
-                    found = record.to_dict()
+                    found = record.to_dict(subtasks=True)
             retained = session.store.get_all()
         else:
             retained = self._backend.retained(job_id)

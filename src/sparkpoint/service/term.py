@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,7 @@ class Term:
         option_defaults: Mapping[str, int],
         heartbeat_timeout_s: float,
         cleanup: CleanupWorker,
+        driver_takeover_timeout_s: float = 3.0,
         orphan_grace_s: float = 600.0,
         orphan_interval_s: float = 60.0,
     ) -> None:
@@ -59,6 +61,7 @@ class Term:
         self.storage = storage
         self._defaults = dict(option_defaults)
         self._heartbeat_timeout_s = heartbeat_timeout_s
+        self._driver_takeover_timeout_s = driver_takeover_timeout_s
         self._cleanup = cleanup
         self.registry = backend.registry(leadership)
         self.ready = threading.Event()
@@ -115,6 +118,8 @@ class Term:
             except CoordinatorStoppedError:
                 continue  # replaced by a re-registration meanwhile
             self._persist_status(session)
+            if session.takeover_due(self._driver_takeover_timeout_s):
+                self._grant_standby(session)
 
     # --- jobs -------------------------------------------------------------------------
 
@@ -133,9 +138,28 @@ class Term:
             raise UnknownJobError(f"job {job_id!r} is not registered")
         return session
 
-    def register(self, graph: JobGraph, config: Mapping[str, Any], *, replace: bool) -> JobSession:
-        """Register ``graph`` (idempotent for the same graph and options)."""
+    def register(
+        self,
+        graph: JobGraph,
+        config: Mapping[str, Any],
+        *,
+        replace: bool,
+        standby: bool = False,
+    ) -> tuple[JobSession, str]:
+        """Register ``graph`` (idempotent for the same graph and options: the job keeps its
+        coordinator). Every registration is a new driver run with a new id, persisted with
+        the job's record so that the next leader too refuses every earlier run. Returns the
+        session and the run id.
+
+        ``standby``: register as the job's warm standby run instead, when the job is running
+        with the same graph and options (else this run becomes the active one); it replaces
+        any earlier standby."""
         options = job_options(self._defaults, config)  # refuse bad options before any write
+        run_id = uuid.uuid4().hex
+        if standby:
+            session = self._register_standby(graph, options, run_id)
+            if session is not None:
+                return session, run_id
         with self._register_lock:
             with self._lock:
                 existing = self._sessions.get(graph.job_id)
@@ -155,14 +179,25 @@ class Term:
                 and existing.coordinator.options == options
                 and existing.job_status() in (JobStatus.RUNNING, JobStatus.CREATED)
             ):
-                return existing
+                self.leadership.ensure_can_act()
+                # Refuse the earlier run from now on, then make it last beyond this term.
+                existing.coordinator.begin_run(run_id)
+                existing.released = False
+                record = existing.record.with_run(run_id)
+                self.registry.put(record)
+                existing.record = record
+                log.info("job %s: driver run %s registered", graph.job_id, run_id)
+                return existing, run_id
             record = JobRecord(
                 graph,
                 dict(config),
                 JobStatus.RUNNING,
+                run_id=run_id,
                 **({"registered_ms": old.registered_ms} if old is not None else {}),
             )
             self.leadership.ensure_can_act()
+            if existing is not None:
+                existing.coordinator.begin_run(run_id)
             self.registry.put(record)
             base = existing.last_seq() if existing else term_base(self.epoch)
             if existing is not None:
@@ -173,8 +208,77 @@ class Term:
                     session.coordinator.stop(self.close_reason)
                     raise NotLeaderError(f"leadership lost: {self.close_reason}")
                 self._sessions[graph.job_id] = session
-            log.info("registered job %s (%d operators)", graph.job_id, len(graph.operators))
-            return session
+            log.info(
+                "registered job %s (%d operators), driver run %s",
+                graph.job_id,
+                len(graph.operators),
+                run_id,
+            )
+            return session, run_id
+
+    # --- standby driver runs ----------------------------------------------------------
+
+    def _register_standby(self, graph: JobGraph, options: Any, run_id: str) -> JobSession | None:
+        """Make ``run_id`` the standby of a running job; None when the job has no active
+        run to stand by for (the caller registers it as active instead)."""
+        with self._register_lock:
+            with self._lock:
+                existing = self._sessions.get(graph.job_id)
+            if existing is None or existing.job_status() not in (
+                JobStatus.RUNNING,
+                JobStatus.CREATED,
+            ):
+                return None
+            if existing.record.graph != graph or existing.coordinator.options != options:
+                raise JobGraphConflictError(
+                    f"job {graph.job_id}: a standby driver must register the active run's "
+                    "graph and checkpointing options"
+                )
+            self.leadership.ensure_can_act()
+            record = existing.record.with_standby(run_id)
+            self.registry.put(record)
+            existing.record = record
+        log.info("job %s: standby driver run %s registered", graph.job_id, run_id)
+        return existing
+
+    def release(self, job_id: str, run_id: str) -> None:
+        """A driver run ends cleanly: the active run's standby (if any) takes over at once;
+        a standby that leaves is forgotten. Any other run is refused."""
+        session = self.session(job_id)
+        with self._register_lock:
+            if session.standby_run_id and run_id == session.standby_run_id:
+                self.leadership.ensure_can_act()
+                record = session.record.with_standby("")
+                self.registry.put(record)
+                session.record = record
+                return
+            session.check_run(run_id)
+            session.released = True
+        log.info("job %s: driver run %s released the job", job_id, run_id)
+
+    def _grant_standby(self, session: JobSession) -> None:
+        """End the silent (or released) active run and make the standby the current run:
+        the fence refuses the old run's calls from now on."""
+        with self._register_lock:
+            with self._lock:
+                if self._sessions.get(session.job_id) is not session:
+                    return
+            if not session.takeover_due(self._driver_takeover_timeout_s):
+                return
+            old, standby, released = session.run_id, session.standby_run_id, session.released
+            self.leadership.ensure_can_act()
+            session.coordinator.begin_run(standby)
+            record = session.record.with_run(standby, "")
+            self.registry.put(record)
+            session.record = record
+            session.granted()
+        log.warning(
+            "job %s: driver run %s %s; standby run %s granted the job",
+            session.job_id,
+            old,
+            "released it" if released else "went silent",
+            standby,
+        )
 
     def _open(self, record: JobRecord, notice_base: int) -> JobSession:
         options = job_options(self._defaults, record.checkpoint_config)
@@ -189,6 +293,7 @@ class Term:
             store=store,
             storage=self.storage,
             cleanup=self._cleanup,
+            run_id=record.run_id or None,
         )
         coordinator.start()
         return JobSession(
@@ -205,9 +310,13 @@ class Term:
         if status not in _PERSISTED or status is session.persisted_status:
             return
         reason = session.coordinator.failure_reason or ""
-        record = session.record.with_status(status, reason)
-        self.registry.put(record)
-        session.record = record
+        with self._register_lock:  # never write back a record a registration replaced
+            with self._lock:
+                if self._sessions.get(session.job_id) is not session:
+                    return
+            record = session.record.with_status(status, reason)
+            self.registry.put(record)
+            session.record = record
         session.persisted_status = status
         if status.is_globally_terminal:
             # The session stays in memory so the driver still hears how its job ended.

@@ -25,6 +25,10 @@ class JobRecord:
     status: JobStatus = JobStatus.RUNNING
     status_reason: str = ""
     registered_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    #: The current driver run: the next leader refuses every other run's calls.
+    run_id: str = ""
+    #: A warm standby driver run waiting to be granted the job ("" when none).
+    standby_run_id: str = ""
 
     @property
     def job_id(self) -> str:
@@ -32,6 +36,14 @@ class JobRecord:
 
     def with_status(self, status: JobStatus, reason: str = "") -> JobRecord:
         return replace(self, status=status, status_reason=reason)
+
+    def with_run(self, run_id: str, standby_run_id: str | None = None) -> JobRecord:
+        """With ``run_id`` current; ``standby_run_id`` None keeps the standby."""
+        standby = self.standby_run_id if standby_run_id is None else standby_run_id
+        return replace(self, run_id=run_id, standby_run_id=standby)
+
+    def with_standby(self, standby_run_id: str) -> JobRecord:
+        return replace(self, standby_run_id=standby_run_id)
 
     def to_bytes(self) -> bytes:
         return json.dumps(
@@ -41,6 +53,8 @@ class JobRecord:
                 "status": self.status.value,
                 "status_reason": self.status_reason,
                 "registered_ms": self.registered_ms,
+                "run_id": self.run_id,
+                "standby_run_id": self.standby_run_id,
             },
             separators=(",", ":"),
             sort_keys=True,
@@ -56,6 +70,8 @@ class JobRecord:
                 status=JobStatus(data.get("status", JobStatus.RUNNING.value)),
                 status_reason=str(data.get("status_reason", "")),
                 registered_ms=int(data.get("registered_ms", 0)),
+                run_id=str(data.get("run_id", "")),
+                standby_run_id=str(data.get("standby_run_id", "")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             if isinstance(exc, InvalidCheckpointValue):

@@ -102,6 +102,28 @@ class ZooKeeperCompletedCheckpointStore:
         metrics.STORE_RECOVERY_DURATION.observe(time.monotonic() - started)
         return list(pointers)
 
+    def read_incrementally(self, known: dict[int, CheckpointPointer]) -> list[CheckpointPointer]:
+        """Every retained pointer, oldest first, reading only those not in ``known`` (a
+        pointer never changes once written: ids are never reused). For readers that poll,
+        like the web UI on a follower; unreadable pointers are left out."""
+        with translate.reads(f"reading checkpoints of job {self._job_id}"):
+            try:
+                names = self._conn.retry(self._conn.client.get_children, self._dir)
+            except NoNodeError:
+                names = []
+            pointers: list[CheckpointPointer] = []
+            for name in names:
+                try:
+                    checkpoint_id = parse_checkpoint_id(name)
+                    if checkpoint_id in known:
+                        pointers.append(known[checkpoint_id])
+                        continue
+                    raw, _ = self._conn.retry(self._conn.client.get, f"{self._dir}/{name}")
+                    pointers.append(self._decode(name, raw))
+                except (NoNodeError, InvalidCheckpointValue):
+                    continue  # removed meanwhile, or unreadable (recover() reports those)
+        return sorted(pointers, key=lambda p: p.checkpoint_id)
+
     def _decode(self, name: str, raw: bytes) -> CheckpointPointer:
         checkpoint_id = parse_checkpoint_id(name)
         pointer = CheckpointPointer.from_bytes(raw)

@@ -142,7 +142,12 @@ class DrillReport:
 
     def plot(self, path: Path) -> None:
         # Agg and a lazy import: no display needed, and no matplotlib cost unless plotting.
-        import matplotlib
+        try:
+            import matplotlib
+        except ModuleNotFoundError as e:
+            raise ModuleNotFoundError(
+                "drill plots need matplotlib: install sparkpoint[drills]"
+            ) from e
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt

@@ -54,6 +54,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--restore-from")
     p.add_argument("--coordinator", help="host:port of coordinator replicas, comma-separated")
     p.add_argument(
+        "--standby",
+        action="store_true",
+        help="a warm standby driver: wait until the coordinator grants it the job, then go on "
+        "from the latest completed checkpoint (needs --coordinator)",
+    )
+    p.add_argument(
         "--savepoint-after-epochs",
         type=int,
         help="stop with a savepoint (into --savepoint-dir) after this many epochs",
@@ -77,6 +83,8 @@ def make_channel(args: argparse.Namespace) -> CheckpointChannel:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.standby and not args.coordinator:
+        parser().error("--standby needs --coordinator: standby drivers are granted by the service")
     progress = Path(args.progress) if args.progress else None
 
     def report(status: DriverStatus, **extra: Any) -> None:
@@ -98,8 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         args.job_id, build_source(args), args.output, parallelism=args.parallelism
     )
     driver = PipelineDriver(
-        pipeline, spark, make_channel(args), restore_from=args.restore_from, on_epoch=report
+        pipeline,
+        spark,
+        make_channel(args),
+        restore_from=args.restore_from,
+        on_epoch=report,
+        standby=args.standby,
     )
+    if args.standby:
+        report(driver.status, event="standby")
     driver.start()
     report(driver.status, event="started")
     try:
@@ -109,8 +124,12 @@ def main(argv: list[str] | None = None) -> int:
             report(driver.status, event="savepoint", savepoint=savepoint)
         else:
             driver.run()
-            driver.finish()
-            report(driver.status, event="finished")
+            if driver.superseded:
+                # A newer run of the job registered: stop, committing nothing more.
+                report(driver.status, event="superseded", reason=driver.status.superseded)
+            else:
+                driver.finish()
+                report(driver.status, event="finished")
     except KeyboardInterrupt:
         # Ctrl-C: stop where we are. Output of completed checkpoints is committed; the
         # rest is replayed from the last completed checkpoint by the next start.

@@ -54,3 +54,19 @@ class Source(Protocol):
     def reader(self) -> SplitReader:
         """The picklable object executors read ranges with."""
         ...
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        """A checkpoint is taken now, after the epoch just run (before ``offsets()``)."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` is complete (a queue source acknowledges now)."""
+
+
+class OffsetSource:
+    """Hooks an offset-based source does not need: its offsets say everything."""
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        """Nothing to do: offsets are read by ``offsets()``."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Nothing to acknowledge: a replayable source keeps its records."""

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sparkpoint.pipeline.sources.base import EpochRange
+from sparkpoint.pipeline.sources.base import EpochRange, OffsetSource
 from sparkpoint.storage import FileNotFound, filesystem_for
 from sparkpoint.storage.uri import parse
 
@@ -46,7 +46,7 @@ class LineReader:
             position += len(line) + 1
 
 
-class FileSource:
+class FileSource(OffsetSource):
     """``format``: ``"jsonl"`` or ``"csv"`` (``csv_fields`` names the columns; without
     them a row is a list). Files whose name starts with ``.`` or ``_`` are ignored.
     ``max_splits_per_epoch`` bounds how many files one epoch reads from."""

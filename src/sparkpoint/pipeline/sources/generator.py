@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sparkpoint.pipeline.sources.base import EpochRange
+from sparkpoint.pipeline.sources.base import EpochRange, OffsetSource
 
 _MASK = (1 << 64) - 1
 PAGES = ("home", "search", "product", "cart", "checkout", "help")
@@ -51,7 +51,7 @@ class ClickEventReader:
             yield index, self.event(number, index)
 
 
-class ClickEventSource:
+class ClickEventSource(OffsetSource):
     """``splits`` generator splits; ``records_per_epoch`` records per epoch in total;
     ``records_per_split`` bounds the stream (None: endless).
 

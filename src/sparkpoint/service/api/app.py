@@ -5,9 +5,19 @@ from __future__ import annotations
 from fastapi import Depends, FastAPI
 
 from sparkpoint import __version__
-from sparkpoint.service.api import audit, auth, driver, errors, lifecycle, orphans, status
+from sparkpoint.service.api import (
+    audit,
+    auth,
+    driver,
+    errors,
+    lifecycle,
+    orphans,
+    status,
+    ui_status,
+)
 from sparkpoint.service.api.limits import MAX_BODY_BYTES, BodyLimit
 from sparkpoint.service.replica import Replica
+from sparkpoint.service.ui import mount_static, watch_leadership
 
 
 def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
@@ -26,6 +36,9 @@ def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fas
     app.include_router(orphans.router)
     app.include_router(lifecycle.router)
     app.include_router(status.probes)
+    app.include_router(ui_status.router)
+    app.state.leadership_history = watch_leadership(replica.backend)
+    mount_static(app)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(audit.AuditLog)
     return app

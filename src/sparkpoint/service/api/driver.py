@@ -19,10 +19,12 @@ from sparkpoint.service.api.models import (
     HeartbeatRequest,
     RegisterReply,
     RegisterRequest,
+    ReleaseRequest,
     RestorePlanReply,
     RestorePlanRequest,
     SavepointRequest,
     TriggerReply,
+    TriggerRequest,
 )
 from sparkpoint.service.errors import InvalidRequestError
 from sparkpoint.service.replica import Replica
@@ -35,7 +37,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for code, text in {
         400: "Invalid option or target.",
         404: "Unknown job or checkpoint.",
-        409: "Conflict: finished checkpoint, duplicate ack, graph conflict, rejected trigger.",
+        409: "Conflict: finished checkpoint, duplicate ack, graph conflict, rejected trigger, "
+        "superseded driver run (run_superseded).",
         413: "Body larger than 16 MiB.",
         422: "Malformed body, or a subtask the checkpoint does not wait for.",
         503: "No leader (Retry-After), or this leader lost leadership while answering.",
@@ -72,29 +75,44 @@ def _state(ack: AckModel) -> OperatorSubtaskState:
 
 @router.post("/jobs", response_model=RegisterReply)
 def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
-    """Register a job (idempotent for the same graph); keeps its checkpoints and counter."""
+    """Register a job (idempotent for the same graph); keeps its checkpoints and counter.
+    Starts a new driver run: earlier runs are refused from now on."""
     term = _term(request)
     graph = JobGraph.from_dict(body.graph.model_dump())
-    session = term.register(graph, body.checkpoint_config, replace=body.replace)
+    session, run_id = term.register(
+        graph, body.checkpoint_config, replace=body.replace, standby=body.standby
+    )
     return RegisterReply(
         job_id=session.job_id,
         leader_epoch=term.epoch,
         status=session.job_status().value,
         notification_seq=session.last_seq(),
+        run_id=run_id,
+        role="standby" if run_id == session.standby_run_id else "active",
     )
 
 
 @router.post("/jobs/{job_id}/heartbeat", response_model=HeartbeatReply)
 def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str, Any]:
-    """Mark the job connected; the reply carries notices after ``after_seq``."""
+    """Mark the job connected; the reply carries notices after ``after_seq``. A standby
+    run's heartbeat carries none: it only learns whether it was granted the job."""
     term = _term(request)
     session = term.session(job_id)
-    session.heartbeat()
+    role = session.heartbeat(body.run_id)
     return {
         "leader_epoch": term.epoch,
         "job_status": session.job_status().value,
-        "notifications": session.notifications(body.after_seq),
+        "notifications": session.notifications(body.after_seq) if role == "active" else [],
+        "role": role,
+        "notification_seq": session.last_seq(),
     }
+
+
+@router.post("/jobs/{job_id}/release")
+def release(job_id: str, body: ReleaseRequest, request: Request) -> dict[str, Any]:
+    """A driver run ends cleanly: its standby, if any, is granted the job now."""
+    _term(request).release(job_id, body.run_id)
+    return {}
 
 
 @router.post("/jobs/{job_id}/checkpoints/{checkpoint_id}/acks", response_model=AckReply)
@@ -102,7 +120,7 @@ def acknowledge(job_id: str, checkpoint_id: int, body: AcksRequest, request: Req
     """Acknowledge subtasks of a checkpoint, all or nothing."""
     session = _term(request).session(job_id)
     acks = [Acknowledgement(a.operator_uid, a.subtask, _state(a)) for a in body.acks]
-    result = session.coordinator.acknowledge_all(checkpoint_id, acks)
+    result = session.coordinator.acknowledge_all(checkpoint_id, acks, run_id=body.run_id)
     return AckReply(
         checkpoint_id=result.checkpoint_id,
         status=_STATUS[result.status],  # type: ignore[arg-type]
@@ -117,7 +135,9 @@ def decline(
 ) -> dict[str, Any]:
     """A subtask could not snapshot: the checkpoint fails."""
     session = _term(request).session(job_id)
-    session.coordinator.decline(checkpoint_id, body.operator_uid, body.subtask, body.reason)
+    session.coordinator.decline(
+        checkpoint_id, body.operator_uid, body.subtask, body.reason, run_id=body.run_id
+    )
     return {}
 
 
@@ -131,15 +151,20 @@ def plan(job_id: str, body: RestorePlanRequest, request: Request) -> dict[str, A
         session,
         term.storage,
         graph,
+        run_id=body.run_id,
         pointer=body.pointer,
         allow_non_restored_state=body.allow_non_restored_state,
     )
 
 
 @router.post("/jobs/{job_id}/checkpoints", status_code=202, response_model=TriggerReply)
-def trigger_checkpoint(job_id: str, request: Request) -> TriggerReply:
+def trigger_checkpoint(
+    job_id: str, request: Request, body: TriggerRequest | None = None
+) -> TriggerReply:
     """Trigger a checkpoint now (ignores interval, pause and concurrency)."""
     session = _term(request).session(job_id)
+    if body is not None and body.run_id is not None:
+        session.check_run(body.run_id)
     return TriggerReply(checkpoint_id=session.coordinator.trigger_checkpoint())
 
 
@@ -148,6 +173,8 @@ def trigger_savepoint(job_id: str, body: SavepointRequest, request: Request) -> 
     """Trigger a savepoint into ``target_dir`` (or the configured savepoint directory)."""
     term = _term(request)
     session = term.session(job_id)
+    if body.run_id is not None:
+        session.check_run(body.run_id)
     if not body.target_dir and term.storage.savepoint_dir is None:
         raise InvalidRequestError("no target_dir given and no state.savepoints.dir configured")
     roots = request.app.state.replica.config.storage.savepoint_roots

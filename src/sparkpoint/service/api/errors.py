@@ -21,6 +21,7 @@ from sparkpoint.coordinator import (
     DuplicateAcknowledgeError,
     InvalidOptionError,
     InvalidSubtaskStateError,
+    SupersededRunError,
     TriggerFailedError,
     TriggerRejectedError,
     UnexpectedSubtaskError,
@@ -28,6 +29,7 @@ from sparkpoint.coordinator import (
 )
 from sparkpoint.ha import HAError
 from sparkpoint.recovery import CheckpointLoadError, RestoreValidationError
+from sparkpoint.service import proxy
 from sparkpoint.service.errors import (
     InvalidRequestError,
     JobGraphConflictError,
@@ -45,6 +47,7 @@ _REFUSALS: tuple[tuple[type[Exception], int, str, bool], ...] = (
     (UnknownCheckpointError, 404, "unknown_checkpoint", False),
     (CheckpointFinishedError, 409, "checkpoint_finished", False),
     (DuplicateAcknowledgeError, 409, "duplicate_ack", False),
+    (SupersededRunError, 409, "run_superseded", False),
     (UnexpectedSubtaskError, 422, "unexpected_subtask", False),
     (InvalidSubtaskStateError, 422, "invalid_state", False),
     (TriggerRejectedError, 409, "trigger_rejected", False),
@@ -86,6 +89,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(NotLeaderError)
     async def not_leader(request: Request, exc: NotLeaderError) -> Response:
+        if exc.leader_address and proxy.wanted(request):
+            return await proxy.forward(request, exc.leader_address)
         return _not_leader(request, exc)
 
     @app.exception_handler(ServiceError)

@@ -7,6 +7,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sparkpoint.service.proxy import BODY_SCOPE_KEY
+
 #: docs/api.md: bodies above 16 MiB get a 413.
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -63,6 +65,7 @@ class BodyLimit:
             chunks.append(chunk)
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
+        scope[BODY_SCOPE_KEY] = body  # kept for a follower forwarding the call (proxy)
         replayed = False
 
         async def replay() -> Message:

@@ -40,6 +40,11 @@ class RegisterRequest(BaseModel):
         description='CheckpointingOptions by field name or Flink key, e.g. {"interval_ms": 500}.',
     )
     replace: bool = False
+    standby: bool = Field(
+        False,
+        description="Register as the job's warm standby driver run (the job must be running "
+        "with the same graph and options; otherwise this run becomes the active one).",
+    )
 
 
 class RegisterReply(BaseModel):
@@ -49,10 +54,22 @@ class RegisterReply(BaseModel):
     notification_seq: int = Field(
         0, description="The job's last notification seq: a new driver run heartbeats after it."
     )
+    run_id: str = Field(
+        description="This driver run's id: every later heartbeat, ack, decline and restore-plan "
+        "request carries it; a newer registration supersedes it."
+    )
+    role: Literal["active", "standby"] = Field(
+        "active", description="standby: wait, heartbeating, until a heartbeat says active."
+    )
 
 
 class HeartbeatRequest(BaseModel):
     after_seq: int = Field(0, ge=0, description="The last notification seq seen (0 at start).")
+    run_id: str = Field(
+        min_length=1,
+        max_length=128,
+        description="The driver run (from registration); a superseded run is refused with 409.",
+    )
 
 
 class NotificationModel(BaseModel):
@@ -71,6 +88,16 @@ class HeartbeatReply(BaseModel):
     leader_epoch: int
     job_status: str
     notifications: list[NotificationModel]
+    role: Literal["active", "standby"] = Field(
+        "active",
+        description="The caller's role; a standby run that reads active was granted the job: "
+        "it restores and heartbeats after notification_seq.",
+    )
+    notification_seq: int = Field(0, description="The job's last notification seq.")
+
+
+class ReleaseRequest(BaseModel):
+    run_id: str = Field(min_length=1, max_length=128, description="The driver run that ends.")
 
 
 class SubtaskStateModel(BaseModel):
@@ -88,6 +115,11 @@ class AckModel(BaseModel):
 
 class AcksRequest(BaseModel):
     acks: list[AckModel]
+    run_id: str = Field(
+        min_length=1,
+        max_length=128,
+        description="The driver run (from registration); a superseded run is refused with 409.",
+    )
 
 
 class AckReply(BaseModel):
@@ -101,12 +133,22 @@ class DeclineRequest(BaseModel):
     operator_uid: str
     subtask: int
     reason: str = ""
+    run_id: str = Field(
+        min_length=1,
+        max_length=128,
+        description="The driver run (from registration); a superseded run is refused with 409.",
+    )
 
 
 class RestorePlanRequest(BaseModel):
     graph: GraphModel
     pointer: str | None = None
     allow_non_restored_state: bool = False
+    run_id: str = Field(
+        min_length=1,
+        max_length=128,
+        description="The driver run (from registration); a superseded run is refused with 409.",
+    )
 
 
 class RestorePlanReply(BaseModel):
@@ -117,6 +159,21 @@ class RestorePlanReply(BaseModel):
 class SavepointRequest(BaseModel):
     target_dir: str | None = None
     stop: bool = False
+    run_id: str | None = Field(
+        None,
+        max_length=128,
+        description="From a driver: its run id (a superseded run is refused with 409); "
+        "omitted by operators.",
+    )
+
+
+class TriggerRequest(BaseModel):
+    run_id: str | None = Field(
+        None,
+        max_length=128,
+        description="From a driver: its run id (a superseded run is refused with 409); "
+        "omitted by operators.",
+    )
 
 
 class TriggerReply(BaseModel):

@@ -1,0 +1,33 @@
+"""A real RabbitMQ broker and a real PostgreSQL server per test module (each takes a few
+seconds to start), and the shared SparkSession of the pipeline tests."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sparkpoint.ops.local_servers import PostgresServer, RabbitMQServer
+from tests.pipeline.conftest import spark
+
+__all__ = ["spark"]
+
+
+@pytest.fixture(scope="module")
+def rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitMQServer]:
+    server = RabbitMQServer(tmp_path_factory.mktemp("rabbitmq")).start()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    # Not under pytest's tmp dir: that is private to root, and the server runs as postgres.
+    directory = Path(tempfile.mkdtemp(prefix="sparkpoint-pg-"))
+    server = PostgresServer(directory).start()
+    yield server
+    server.close()
+    shutil.rmtree(directory, ignore_errors=True)

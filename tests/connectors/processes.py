@@ -1,0 +1,39 @@
+"""The orders job as a real driver process (killed with real signals)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from sparkpoint.ops.local_servers import PostgresServer, RabbitMQServer
+from tests.pipeline.processes import DriverProcess
+
+
+def start_orders_driver(
+    work: Path,
+    rabbitmq: RabbitMQServer,
+    postgres: PostgresServer,
+    job_id: str,
+    queue: str,
+    *extra: str,
+) -> DriverProcess:
+    work.mkdir(parents=True, exist_ok=True)
+    n = len(list(work.glob("driver-*.log")))
+    progress, log = work / f"progress-{n}.jsonl", work / f"driver-{n}.log"
+    args = [
+        sys.executable, "-m", "sparkpoint.pipeline.examples.run_orders",
+        "--job-id", job_id,
+        "--amqp-url", rabbitmq.url,
+        "--queue", queue,
+        "--conninfo", postgres.conninfo,
+        "--checkpoint-dir", str(work / "ckpt"),
+        "--parallelism", "2",
+        "--batch-size", "60",
+        "--interval-ms", "300",
+        "--progress", str(progress),
+        *extra,
+    ]  # fmt: skip
+    with log.open("wb") as f:
+        proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    return DriverProcess(proc, progress, log)

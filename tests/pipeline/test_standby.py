@@ -1,0 +1,91 @@
+"""A warm standby driver takes over (real ZooKeeper, real coordinator processes, two real
+driver processes with their own SparkSessions): the active driver is frozen with SIGSTOP
+past the driver takeover timeout, the coordinator grants the job to the standby, which
+restores the latest completed checkpoint and goes on; resumed, the old driver is refused
+by the run-id fence and stops. The output stays exactly-once."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.service.support import ReplicaProcess, wait_leader
+from tests.support.waiting import wait_until
+
+from . import processes
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # two drivers, each starting Spark
+
+JOB = "clicks"
+
+
+def _standby_registered(observer) -> bool:
+    raw, _ = observer.client.get(observer.paths.job(JOB))
+    return bool(json.loads(raw).get("standby_run_id"))
+
+
+def test_frozen_active_driver_the_standby_takes_over_and_the_old_one_stops(
+    tmp_path: Path, replicas, observer
+) -> None:
+    settings = {"driver.takeover-timeout": "3 s"}
+    cluster: list[ReplicaProcess] = [replicas(n, settings=settings) for n in ("a", "b")]
+    wait_leader(cluster, timeout=120)  # generous: the machine may be loaded
+    addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
+    work = tmp_path / "job"
+    active = processes.start_driver(work, "--coordinator", addresses, progress_name="active")
+    drivers = [active]
+    try:
+        wait_until(
+            lambda: (active.latest().get("last_completed") or 0) >= 1,
+            timeout=400,
+            message="the active driver completes a checkpoint",
+        )
+        # Held while the standby starts Spark, so the stream cannot end meanwhile; resumed
+        # before the standby registers (and heartbeats, after its warm-up job).
+        active.signal(signal.SIGSTOP)
+        try:
+            standby = processes.start_driver(
+                work, "--coordinator", addresses, "--standby", progress_name="standby"
+            )
+            drivers.append(standby)
+            wait_until(
+                lambda: standby.latest().get("event") == "standby",
+                timeout=400,
+                message="the standby driver's Spark is up",
+            )
+        finally:
+            active.signal(signal.SIGCONT)
+        wait_until(lambda: _standby_registered(observer), timeout=400, message="standby waits")
+        assert active.latest().get("event") is None, "the active run goes on meanwhile"
+
+        active.signal(signal.SIGSTOP)  # frozen: no heartbeats past the takeover timeout
+        try:
+            wait_until(
+                lambda: any(r.get("event") == "started" for r in standby.reports()),
+                timeout=400,
+                message="the standby is granted the job and restores",
+            )
+            started = next(r for r in standby.reports() if r.get("event") == "started")
+            assert started["restored_from"] is not None and started["restored_from"] >= 1
+            wait_until(
+                lambda: (standby.latest().get("last_completed") or 0) > started["restored_from"],
+                timeout=400,
+                message="the standby completes a checkpoint of its own",
+            )
+        finally:
+            active.signal(signal.SIGCONT)
+
+        # Resumed, the old driver calls on with its run id: refused, it stops.
+        assert active.wait(timeout=400) == 0, active.log.read_text()[-4000:]
+        last = active.latest()
+        assert last.get("event") == "superseded", last
+        assert standby.wait(timeout=400) == 0, standby.log.read_text()[-4000:]
+        assert standby.latest().get("event") == "finished"
+        assert processes.committed(work / "out") == processes.expected()
+    finally:
+        for driver in drivers:
+            if driver.proc.poll() is None:
+                driver.kill()

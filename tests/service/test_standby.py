@@ -1,0 +1,122 @@
+"""A warm standby driver run on a real leader (real ZooKeeper, real HTTP): it waits,
+heartbeating, while the active run heartbeats; when the active run goes silent for the
+driver takeover timeout, or releases the job, the leader ends that run (the run-id fence
+refuses it from then on) and grants the job to the standby."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sparkpoint.checkpoint import OperatorSubtaskState
+from sparkpoint.client import Conflict, CoordinatorClient, Superseded
+from sparkpoint.ops.zookeeper import LocalZooKeeper
+from tests.coordinator.support import keyed_state
+from tests.support.waiting import wait_until
+
+from .support import make_graph
+from .test_api_requests import JOB, _service
+
+CONFIG = {"interval_ms": 3_600_000}
+
+
+def _acks(graph) -> list[tuple[str, int, OperatorSubtaskState]]:
+    return [
+        (op.uid, i, keyed_state(i, op.parallelism) if op.keyed else OperatorSubtaskState())
+        for op in graph.operators
+        for i in range(op.parallelism)
+    ]
+
+
+def _granted(client: CoordinatorClient) -> bool:
+    return client.heartbeat(JOB, 0).role == "active"
+
+
+def test_a_silent_active_run_is_ended_and_the_standby_granted(
+    tmp_path: Path, zk_server: LocalZooKeeper, cluster_id: str, observer
+) -> None:
+    service = _service(
+        tmp_path, zk_server.connect_string, cluster_id, **{"driver.takeover-timeout": "1 s"}
+    )
+    graph = make_graph(JOB)
+    acks = _acks(graph)
+    try:
+        with (
+            CoordinatorClient(service.address, retry_for_s=10) as active,
+            CoordinatorClient(service.address, retry_for_s=10) as standby,
+        ):
+            reply = active.register_job(graph, CONFIG)
+            active_run = reply["run_id"]
+            assert reply["role"] == "active"
+            active.restore_plan(JOB, graph)
+            torn = active.trigger_checkpoint(JOB)
+            assert active.acknowledge(JOB, torn, acks[:1])["status"] == "pending"
+
+            reply = standby.register_job(graph, CONFIG, standby=True)
+            standby_run = reply["run_id"]
+            assert reply["role"] == "standby" and standby_run != active_run
+            record = json.loads(observer.client.get(observer.paths.job(JOB))[0])
+            assert (record["run_id"], record["standby_run_id"]) == (active_run, standby_run)
+            # A standby takes part in nothing: no notices, its acks refused.
+            beat = standby.heartbeat(JOB, 0)
+            assert beat.role == "standby" and beat.notifications == []
+            with pytest.raises(Superseded):
+                standby.acknowledge(JOB, torn, acks[1:])
+
+            # The active driver dies (no more heartbeats): the standby is granted the job.
+            wait_until(lambda: _granted(standby), timeout=30, message="the standby is granted")
+            with pytest.raises(Superseded) as refused:
+                active.acknowledge(JOB, torn, acks[1:])
+            assert active_run in refused.value.message and standby_run in refused.value.message
+            with pytest.raises(Superseded):
+                active.heartbeat(JOB, 0)
+            record = json.loads(observer.client.get(observer.paths.job(JOB))[0])
+            assert (record["run_id"], record["standby_run_id"]) == (standby_run, "")
+
+            # The granted run restores and completes checkpoints by itself.
+            assert standby.restore_plan(JOB, graph).restored is None
+            cid = standby.trigger_checkpoint(JOB)
+            assert standby.acknowledge(JOB, cid, acks)["status"] == "completed"
+            overview = standby.checkpoints(JOB)
+            assert overview["latest"]["completed"]["id"] == cid
+            assert torn not in [p["checkpoint_id"] for p in overview["retained"]]
+    finally:
+        service.stop()
+
+
+def test_a_released_job_goes_to_the_standby_at_once(
+    tmp_path: Path, zk_server: LocalZooKeeper, cluster_id: str
+) -> None:
+    # A takeover timeout far beyond the test: only the release can move the job.
+    service = _service(
+        tmp_path, zk_server.connect_string, cluster_id, **{"driver.takeover-timeout": "1 h"}
+    )
+    graph = make_graph(JOB)
+    try:
+        with (
+            CoordinatorClient(service.address, retry_for_s=10) as active,
+            CoordinatorClient(service.address, retry_for_s=10) as standby,
+            CoordinatorClient(service.address, retry_for_s=10) as late,
+        ):
+            active_run = active.register_job(graph, CONFIG)["run_id"]
+            assert standby.register_job(graph, CONFIG, standby=True)["role"] == "standby"
+            assert standby.heartbeat(JOB, 0).role == "standby"
+            # A second standby replaces the first, whose heartbeats are refused.
+            standby_run = late.register_job(graph, CONFIG, standby=True)["run_id"]
+            with pytest.raises(Superseded):
+                standby.heartbeat(JOB, 0)
+            assert late.heartbeat(JOB, 0).role == "standby"
+            # A standby must run the active run's graph.
+            with pytest.raises(Conflict) as conflict:
+                late.register_job(make_graph(JOB, parallelism=3), CONFIG, standby=True)
+            assert conflict.value.code == "job_graph_conflict"
+
+            active.release(JOB)
+            wait_until(lambda: _granted(late), timeout=30, message="the standby is granted")
+            with pytest.raises(Superseded) as refused:
+                active.heartbeat(JOB, 0)
+            assert active_run in refused.value.message and standby_run in refused.value.message
+    finally:
+        service.stop()
