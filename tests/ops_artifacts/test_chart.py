@@ -410,7 +410,7 @@ def test_the_chart_renders_as_a_subchart(tmp_path: Path) -> None:
     )
     shutil.copytree(CHART, parent / "charts" / "sparkpoint")
     values = {"global": {"imageRegistry": "registry.example.com"},
-              "sparkpoint": {"replicaCount": 5}}  # fmt: skip
+              "sparkpoint": {"replicaCount": 5, **DEFAULTS}}  # fmt: skip
     with helm.Chart.load(parent) as chart:
         files = chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
     docs = [
