@@ -161,3 +161,14 @@ SOURCE_DEAD_LETTERED = Counter(
     "Messages a queue source moved to its dead-letter queue (undecodable, or without an id).",
     ["source", "reason"],
 )
+
+# --- security ----------------------------------------------------------------------------
+REST_REFUSALS = Counter(
+    "sparkpoint_rest_refusals_total",
+    "REST calls refused for security reasons: unauthenticated, invalid_token, forbidden, "
+    "savepoint_target.",
+    ["reason"],
+)
+# Every reason is exported from the start (at 0), so a rate() over it is never empty.
+for _reason in ("unauthenticated", "invalid_token", "forbidden", "savepoint_target"):
+    REST_REFUSALS.labels(_reason)
