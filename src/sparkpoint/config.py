@@ -1,6 +1,6 @@
 """One typed configuration: YAML file < `SPARKPOINT_…` environment < command-line flags.
 
-Key names follow Flink's where the concept is the same (DESIGN.md section 9). Every value
+Key names follow Flink's where the concept is the same (docs/architecture.md §9). Every value
 is checked at start-up; a bad one raises :class:`ConfigError` naming the key, the value
 and why it is refused. Durations accept Flink's spelling (``500 ms``, ``30 s``, ``2 min``)
 or a bare number of milliseconds.

@@ -155,6 +155,7 @@ def remove_job(job_id: str) -> None:
         with contextlib.suppress(KeyError):  # never recorded for this job
             metric.remove(job_id)
 
+
 # --- pipeline connectors ------------------------------------------------------------------
 SOURCE_DEAD_LETTERED = Counter(
     "sparkpoint_source_dead_lettered_total",

@@ -406,7 +406,7 @@ def test_the_chart_renders_as_a_subchart(tmp_path: Path) -> None:
     (parent / "charts").mkdir(parents=True)
     (parent / "Chart.yaml").write_text(
         "apiVersion: v2\nname: platform\nversion: 1.0.0\n"
-        "dependencies:\n  - name: sparkpoint\n    version: \"*\"\n"
+        'dependencies:\n  - name: sparkpoint\n    version: "*"\n'
     )
     shutil.copytree(CHART, parent / "charts" / "sparkpoint")
     values = {"global": {"imageRegistry": "registry.example.com"},
