@@ -54,6 +54,10 @@ def target_options(func: F) -> F:
                      default=_DEFAULTS.takeover_timeout_s, show_default=True,
                      help="Lease takeover timeout (s): --local sets it; for a deployment, "
                           "give its configured value (it sets the pause lengths)."),
+        click.option("--checkpoint-interval", type=click.FloatRange(0.05, 3600.0),
+                     default=None,
+                     help="--local: the workload's checkpoint interval (s; default 0.5 for "
+                          "the pipeline, 0.3 for the driver)."),
         click.option("--restart-command", metavar="CMD",
                      help="Deployment: shell command restarting a signalled replica "
                           "({instance_id}, {pid} filled in); default: its supervisor does."),
@@ -91,6 +95,8 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_:
         quorum=opts["quorum"], cluster_id=opts["cluster_id"], root=opts["root"],
         restart_command=opts["restart_command"], job_id=opts["job_id"],
         signal_command=opts["signal_command"], zookeeper_proxies=zookeeper_proxies,
+        checkpoint_interval_ms=None if opts["checkpoint_interval"] is None
+        else round(opts["checkpoint_interval"] * 1000),
     )  # fmt: skip
 
 

@@ -37,6 +37,7 @@ from sparkpoint.ops.drills.invariants import CompletionNotice, Invariant, check_
 
 class Workload(Protocol):
     job_id: str
+    interval_ms: int
 
     def start(self) -> None: ...
 
