@@ -142,7 +142,7 @@ def graph_for(subtasks: int) -> JobGraph:
 
 
 def default_max_parallelism(parallelism: int) -> int:
-    """DESIGN.md section 6: the next power of two >= P + P/2, within 128..32768."""
+    """docs/architecture.md §6: the next power of two >= P + P/2, within 128..32768."""
     wanted = parallelism + parallelism // 2
     return min(max(128, 1 << (wanted - 1).bit_length()), 32768)
 

@@ -104,21 +104,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=6, help="kill -9 of the leader, each side")
     parser.add_argument("--session-timeout", type=float, default=5.0, help="ZooKeeper (s)")
-    parser.add_argument("--takeover-timeout", type=float, default=None,
-                        help="sparkpoint's lease takeover (s); default: the product's")
+    parser.add_argument(
+        "--takeover-timeout",
+        type=float,
+        default=None,
+        help="sparkpoint's lease takeover (s); default: the product's",
+    )
     parser.add_argument("--checkpoint-interval-ms", type=int, default=1000)
-    parser.add_argument("--records-per-second", type=int, default=20_000,
-                        help="Flink job's generated input rate")
-    parser.add_argument("--settle", type=float, default=3.0,
-                        help="seconds of steady checkpointing before each kill")
-    parser.add_argument("--report", type=Path, default=None,
-                        help="keep the sparkpoint drill's report here")
+    parser.add_argument(
+        "--records-per-second", type=int, default=20_000, help="Flink job's generated input rate"
+    )
+    parser.add_argument(
+        "--settle", type=float, default=3.0, help="seconds of steady checkpointing before each kill"
+    )
+    parser.add_argument(
+        "--report", type=Path, default=None, help="keep the sparkpoint drill's report here"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sparkpoint-vs-flink-") as tmp:
         work = Path(tmp)
         print(f"sparkpoint: {args.kills} x kill -9 of the leading coordinator", flush=True)
-        drill = sparkpoint_failovers(args.kills, args.session_timeout, args.takeover_timeout,
-                                     args.checkpoint_interval_ms, args.report or work / "drill")
+        drill = sparkpoint_failovers(
+            args.kills,
+            args.session_timeout,
+            args.takeover_timeout,
+            args.checkpoint_interval_ms,
+            args.report or work / "drill",
+        )
         ours = [float(it["time_to_checkpoint_s"]) for it in drill["iterations"]  # type: ignore[attr-defined]
                 if it.get("time_to_checkpoint_s") is not None]  # fmt: skip
         print(f"Flink 2.3: {args.kills} x kill -9 of the leading JobManager", flush=True)
@@ -131,17 +143,21 @@ def main() -> None:
         except FlinkUnavailable as exc:
             raise SystemExit(f"cannot run the Flink anchor: {exc}") from None
     config = drill.get("config", {})
-    print(f"\nConditions: {args.kills} kills each, ZooKeeper 3 servers, session "
-          f"{args.session_timeout:g} s, checkpoint every {args.checkpoint_interval_ms} ms; "
-          f"sparkpoint takeover {config.get('takeover_timeout_s')} s, "  # type: ignore[union-attr]
-          f"drill violations: {len(drill.get('violations', []))}")  # type: ignore[arg-type]
+    print(
+        f"\nConditions: {args.kills} kills each, ZooKeeper 3 servers, session "
+        f"{args.session_timeout:g} s, checkpoint every {args.checkpoint_interval_ms} ms; "
+        f"sparkpoint takeover {config.get('takeover_timeout_s')} s, "  # type: ignore[union-attr]
+        f"drill violations: {len(drill.get('violations', []))}"
+    )  # type: ignore[arg-type]
     print("kill -9 -> first checkpoint completed after it")
     print("            median     max     min")
     for name, values in (("sparkpoint", ours), ("Flink 2.3", flink)):
         print(f"{name:10} {statistics.median(values):6.2f} s {max(values):6.2f} s "
               f"{min(values):6.2f} s")  # fmt: skip
-    print(f"ratio (Flink median / sparkpoint median): "
-          f"{statistics.median(flink) / statistics.median(ours):.2f}x")
+    print(
+        f"ratio (Flink median / sparkpoint median): "
+        f"{statistics.median(flink) / statistics.median(ours):.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -204,8 +204,11 @@ class FlinkCluster:
         wait_until(lambda: (self._overview(jm) or {}).get("slots-total", 0) >= 1, 120.0,
                    "the TaskManager to register")  # fmt: skip
         with jar.open("rb") as handle:
-            upload = httpx.post(f"{jm.url}/jars/upload", timeout=60.0,
-                                files={"jarfile": (jar.name, handle, "application/x-java-archive")})
+            upload = httpx.post(
+                f"{jm.url}/jars/upload",
+                timeout=60.0,
+                files={"jarfile": (jar.name, handle, "application/x-java-archive")},
+            )
         upload.raise_for_status()
         jar_id = upload.json()["filename"].rsplit("/", 1)[-1]
         run = httpx.post(

@@ -88,6 +88,7 @@ def last_ack_over_http(quorum: str, subtasks: int, rounds: int, root: Path) -> f
             "high-availability.zookeeper.quorum": quorum,
             "high-availability.cluster-id": f"h-{uuid.uuid4().hex[:8]}",
             "rest.port": "0",
+            "rest.auth.enabled": "false",  # a local benchmark on loopback
             "state.checkpoints.dir": str(root),
         },
         environ={},
@@ -128,6 +129,7 @@ def spawn(quorum: str, cluster: str, name: str, root: Path, session_s: float, ta
         "--set", "high-availability.lease.renew-interval=100 ms",
         "--set", f"high-availability.lease.takeover-timeout={takeover_s} s",
         "--set", f"state.checkpoints.dir={root}",
+        "--set", "rest.auth.enabled=false",
     ]  # fmt: skip
     log = open(root.parent / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), f"127.0.0.1:{port}"

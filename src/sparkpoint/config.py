@@ -1,6 +1,6 @@
 """One typed configuration: YAML file < `SPARKPOINT_…` environment < command-line flags.
 
-Key names follow Flink's where the concept is the same (DESIGN.md section 9). Every value
+Key names follow Flink's where the concept is the same (docs/architecture.md §9). Every value
 is checked at start-up; a bad one raises :class:`ConfigError` naming the key, the value
 and why it is refused. Durations accept Flink's spelling (``500 ms``, ``30 s``, ``2 min``)
 or a bare number of milliseconds.
@@ -169,6 +169,28 @@ class ZooKeeperSettings:
         "Digest credentials user:password (use a Secret; empty for none).",
     )  # fmt: skip
 
+    sasl_auth: str = _key(
+        "high-availability.zookeeper.client.sasl-auth", parse_str, "",
+        "SASL DIGEST-MD5 credentials user:password (use a Secret; empty for none); with "
+        "acl 'creator' only this identity may change the cluster's znodes.",
+    )  # fmt: skip
+    ssl_enabled: bool = _key(
+        "high-availability.zookeeper.client.ssl.enabled", parse_bool, False,
+        "Connect to ZooKeeper's secure client port over TLS (verifying the server).",
+    )  # fmt: skip
+    ssl_ca_file: str = _key(
+        "high-availability.zookeeper.client.ssl.ca-file", parse_str, "",
+        "PEM file of the CA(s) that signed the ZooKeeper servers' certificates.",
+    )  # fmt: skip
+    ssl_cert_file: str = _key(
+        "high-availability.zookeeper.client.ssl.cert-file", parse_str, "",
+        "PEM client certificate presented to ZooKeeper (empty: none).",
+    )  # fmt: skip
+    ssl_key_file: str = _key(
+        "high-availability.zookeeper.client.ssl.key-file", parse_str, "",
+        "PEM private key of the client certificate.",
+    )  # fmt: skip
+
     lease_renew_interval_s: float = _key(
         "high-availability.lease.renew-interval", parse_duration, 0.5,
         "How often the leader renews its lease (a fenced write of leader/info).",
@@ -194,10 +216,16 @@ class ZooKeeperSettings:
         _check_range(self, "max_retry_attempts", 0, 100)
         if self.acl not in {"open", "creator"}:
             _fail(self, "acl", "expected 'open' or 'creator'")
-        if self.acl == "creator" and not self.digest_auth:
-            _fail(self, "acl", "'creator' needs digest-auth credentials")
+        if self.acl == "creator" and not (self.digest_auth or self.sasl_auth):
+            _fail(self, "acl", "'creator' needs digest-auth or sasl-auth credentials")
         if self.digest_auth and ":" not in self.digest_auth:
             _fail(self, "digest_auth", "expected user:password")
+        if self.sasl_auth and ":" not in self.sasl_auth:
+            _fail(self, "sasl_auth", "expected user:password")
+        if self.ssl_enabled and not self.ssl_ca_file:
+            _fail(self, "ssl_enabled", "TLS needs ssl.ca-file to verify the servers")
+        if bool(self.ssl_cert_file) != bool(self.ssl_key_file):
+            _fail(self, "ssl_cert_file", "a client certificate needs both cert-file and key-file")
 
     @property
     def base_path(self) -> str:
@@ -247,6 +275,15 @@ def parse_dir(key: str, value: object) -> str:
     return text
 
 
+def parse_dir_list(key: str, value: object) -> str:
+    """Comma-separated absolute paths or URIs (each as :func:`parse_dir` accepts)."""
+    parts = [p.strip() for p in str(value).split(",") if p.strip()]
+    for part in parts:
+        if not (part.startswith("/") or "://" in part):
+            raise ConfigError(key, value, f"{part!r} is not an absolute path or a URI")
+    return ",".join(parts)
+
+
 @dataclass(frozen=True, slots=True)
 class HASettings:
     type: str = _key(
@@ -293,9 +330,22 @@ class StorageSettings:
         "Default target of savepoints (empty: every savepoint must name its directory).",
     )  # fmt: skip
 
+    savepoints_allowed_dirs: str = _key(
+        "state.savepoints.allowed-dirs", parse_dir_list, "",
+        "Comma-separated roots a savepoint's target_dir must lie under (empty: only "
+        "state.savepoints.dir).",
+    )  # fmt: skip
+
     def __post_init__(self) -> None:
         if not self.checkpoints_dir:
             _fail(self, "checkpoints_dir", "must not be empty")
+
+    @property
+    def savepoint_roots(self) -> tuple[str, ...]:
+        """Where savepoints may be written: the allowed dirs, else the savepoint dir."""
+        if self.savepoints_allowed_dirs:
+            return tuple(d.strip() for d in self.savepoints_allowed_dirs.split(","))
+        return (self.savepoints_dir,) if self.savepoints_dir else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +413,50 @@ class ServiceSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SecuritySettings:
+    """Who may call the REST API and how it is encrypted (docs/security.md)."""
+
+    auth_enabled: bool = _key(
+        "rest.auth.enabled", parse_bool, True,
+        "Require a bearer token on every call but the probes (off only for local use).",
+    )  # fmt: skip
+    token_file: str = _key(
+        "rest.auth.token-file", parse_str, "",
+        "File of accepted tokens, one '<role> <name> <token>' per line (docs/security.md).",
+    )  # fmt: skip
+    protect_metrics: bool = _key(
+        "rest.auth.protect-metrics", parse_bool, False,
+        "Require a token (any role) for /metrics too.",
+    )  # fmt: skip
+    ssl_enabled: bool = _key(
+        "security.ssl.rest.enabled", parse_bool, False,
+        "Serve the REST API over TLS (https).",
+    )  # fmt: skip
+    ssl_cert_file: str = _key(
+        "security.ssl.rest.cert-file", parse_str, "",
+        "PEM certificate (chain) of the REST server.",
+    )  # fmt: skip
+    ssl_key_file: str = _key(
+        "security.ssl.rest.key-file", parse_str, "",
+        "PEM private key of the REST server's certificate.",
+    )  # fmt: skip
+    ssl_ca_file: str = _key(
+        "security.ssl.rest.ca-file", parse_str, "",
+        "PEM CA(s) that client certificates must be signed by (with client-auth).",
+    )  # fmt: skip
+    ssl_client_auth: bool = _key(
+        "security.ssl.rest.client-auth", parse_bool, False,
+        "Require a client certificate signed by security.ssl.rest.ca-file.",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if self.ssl_enabled and not (self.ssl_cert_file and self.ssl_key_file):
+            _fail(self, "ssl_enabled", "needs security.ssl.rest.cert-file and key-file")
+        if self.ssl_client_auth and not (self.ssl_enabled and self.ssl_ca_file):
+            _fail(self, "ssl_client_auth", "needs TLS on and security.ssl.rest.ca-file")
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -371,6 +465,7 @@ class Config:
     storage: StorageSettings = field(default_factory=StorageSettings)
     checkpointing: CheckpointingSettings = field(default_factory=CheckpointingSettings)
     service: ServiceSettings = field(default_factory=ServiceSettings)
+    security: SecuritySettings = field(default_factory=SecuritySettings)
 
 
 _SECTIONS: dict[str, type] = {
@@ -381,6 +476,7 @@ _SECTIONS: dict[str, type] = {
     "storage": StorageSettings,
     "checkpointing": CheckpointingSettings,
     "service": ServiceSettings,
+    "security": SecuritySettings,
 }
 
 

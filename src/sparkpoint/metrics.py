@@ -155,9 +155,21 @@ def remove_job(job_id: str) -> None:
         with contextlib.suppress(KeyError):  # never recorded for this job
             metric.remove(job_id)
 
+
 # --- pipeline connectors ------------------------------------------------------------------
 SOURCE_DEAD_LETTERED = Counter(
     "sparkpoint_source_dead_lettered_total",
     "Messages a queue source moved to its dead-letter queue (undecodable, or without an id).",
     ["source", "reason"],
 )
+
+# --- security ----------------------------------------------------------------------------
+REST_REFUSALS = Counter(
+    "sparkpoint_rest_refusals_total",
+    "REST calls refused for security reasons: unauthenticated, invalid_token, forbidden, "
+    "savepoint_target.",
+    ["reason"],
+)
+# Every reason is exported from the start (at 0), so a rate() over it is never empty.
+for _reason in ("unauthenticated", "invalid_token", "forbidden", "savepoint_target"):
+    REST_REFUSALS.labels(_reason)

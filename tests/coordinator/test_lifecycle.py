@@ -1,5 +1,5 @@
 """Trigger → acknowledgements → `_metadata` on disk → pointer in the store → completion
-notice → subsumed files deleted: DESIGN.md section 4, in that order."""
+notice → subsumed files deleted: docs/architecture.md §4, in that order."""
 
 from __future__ import annotations
 

@@ -25,6 +25,12 @@ from sparkpoint.ha import ZooKeeperLeaderElection
         ("high-availability.zookeeper.client.acl", "creator", "digest-auth"),
         ("high-availability.cluster-id", "a b", "znode names"),
         ("no.such.key", "1", "unknown configuration key"),
+        ("high-availability.zookeeper.client.ssl.enabled", "true", "ssl.ca-file"),
+        ("high-availability.zookeeper.client.sasl-auth", "nocolon", "user:password"),
+        ("state.savepoints.allowed-dirs", "/ok,relative", "not an absolute path"),
+        ("security.ssl.rest.enabled", "true", "cert-file and key-file"),
+        ("security.ssl.rest.client-auth", "true", "ca-file"),
+        ("rest.auth.enabled", "maybe", "true or false"),
     ],
 )
 def test_invalid_values_name_key_value_and_reason(key: str, value: str, reason: str) -> None:

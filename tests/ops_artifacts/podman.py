@@ -118,9 +118,7 @@ class Pods:
     directory: Path
     played: list[PlayedPod] = field(default_factory=list)
 
-    def play(
-        self, pod: dict[str, Any], *, ip: str, extra: list[dict[str, Any]] = ()
-    ) -> PlayedPod:
+    def play(self, pod: dict[str, Any], *, ip: str, extra: list[dict[str, Any]] = ()) -> PlayedPod:
         """Play one Pod (plus the ConfigMaps/Secrets it references) at address ``ip``."""
         name = pod["metadata"]["name"]
         path = self.directory / f"{name}.yaml"
@@ -203,4 +201,3 @@ def zookeeper_pod(name: str) -> dict[str, Any]:
 
 def network_name() -> str:
     return f"sparkpoint-test-{os.getpid()}"
-

@@ -18,7 +18,8 @@ from sparkpoint.config import all_keys, env_name, load_config
 from tests.ops_artifacts.artifacts import ALERTS, CHART, DASHBOARD, run_tool
 from tests.ops_artifacts.chart import NAMESPACE, RELEASE, Rendered, lint, render, schema_errors
 
-DEFAULTS: dict[str, Any] = {}
+# The chart's defaults, with the one value they require: the Secret of API tokens.
+DEFAULTS: dict[str, Any] = {"auth": {"existingSecret": "sparkpoint-tokens"}}
 # Everything optional switched on, and most values changed.
 PRODUCTION: dict[str, Any] = {
     "replicaCount": 5,
@@ -53,6 +54,7 @@ PRODUCTION: dict[str, Any] = {
         }
     },
     "podAnnotations": {"example.com/team": "data-platform"},
+    "auth": {"existingSecret": "sparkpoint-tokens", "key": "tokens.txt"},
     "priorityClassName": "high",
     "metrics": {
         "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus"}},
@@ -71,6 +73,8 @@ SMALL: dict[str, Any] = {
     "storage": {"checkpointsDir": "/mnt/shared/checkpoints"},
     "extraVolumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": "checkpoints"}}],
     "extraVolumeMounts": [{"name": "shared", "mountPath": "/mnt/shared"}],
+    "auth": {"enabled": False},
+    "networkPolicy": {"enabled": False},
 }
 CASES = {"defaults": DEFAULTS, "production": PRODUCTION, "small": SMALL}
 
@@ -119,10 +123,11 @@ def test_what_each_case_renders(case: tuple[str, dict, Rendered]) -> None:
     name, _, rendered = case
     core = ["ConfigMap", "Pod", "Service", "Service", "StatefulSet"]  # Pod: `helm test`
     expected = {
-        "defaults": [*core, "PodDisruptionBudget", "ServiceAccount"],
+        "defaults": [*core, "NetworkPolicy", "PodDisruptionBudget", "ServiceAccount"],
         "production": [
             *core,
             "ConfigMap",
+            "NetworkPolicy",
             "PodDisruptionBudget",
             "PrometheusRule",
             "ServiceAccount",
@@ -401,11 +406,11 @@ def test_the_chart_renders_as_a_subchart(tmp_path: Path) -> None:
     (parent / "charts").mkdir(parents=True)
     (parent / "Chart.yaml").write_text(
         "apiVersion: v2\nname: platform\nversion: 1.0.0\n"
-        "dependencies:\n  - name: sparkpoint\n    version: \"*\"\n"
+        'dependencies:\n  - name: sparkpoint\n    version: "*"\n'
     )
     shutil.copytree(CHART, parent / "charts" / "sparkpoint")
     values = {"global": {"imageRegistry": "registry.example.com"},
-              "sparkpoint": {"replicaCount": 5}}  # fmt: skip
+              "sparkpoint": {"replicaCount": 5, **DEFAULTS}}  # fmt: skip
     with helm.Chart.load(parent) as chart:
         files = chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
     docs = [
@@ -455,4 +460,4 @@ def test_notes_tell_how_to_reach_the_leader() -> None:
 )
 def test_bad_values_are_refused_with_the_key(values: dict[str, Any], complaint: str) -> None:
     with pytest.raises(helm.HelmError, match=complaint.replace(".", r"\.")):
-        render(values)
+        render({**DEFAULTS, **values})

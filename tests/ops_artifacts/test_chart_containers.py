@@ -99,9 +99,7 @@ def cluster(podman: Podman, tmp_path: Path) -> Iterator[Cluster]:
                     "sessionTimeout": "6 s",
                 },
                 "storage": {"checkpointsDir": "/checkpoints"},
-                "extraVolumes": [
-                    {"name": "checkpoints", "hostPath": {"path": str(checkpoints)}}
-                ],
+                "extraVolumes": [{"name": "checkpoints", "hostPath": {"path": str(checkpoints)}}],
                 "extraVolumeMounts": [{"name": "checkpoints", "mountPath": "/checkpoints"}],
             }
         )
@@ -126,9 +124,7 @@ def cluster(podman: Podman, tmp_path: Path) -> Iterator[Cluster]:
 
 
 @pytest.mark.slow
-def test_the_chart_runs_in_containers(
-    cluster: Cluster, podman: Podman, tmp_path: Path
-) -> None:
+def test_the_chart_runs_in_containers(cluster: Cluster, podman: Podman, tmp_path: Path) -> None:
     # The pods run as the chart says: non-root, read-only root filesystem.
     for pod in cluster.coordinators:
         state = podman.state(pod.container("coordinator"))

@@ -38,6 +38,7 @@ def test_the_rendered_pod_runs_a_coordinator(tmp_path: Path, zk_server: LocalZoo
             "zookeeper": {"quorum": zk_server.connect_string, "clusterId": f"pod-{port}"},
             "storage": {"checkpointsDir": str(tmp_path / "checkpoints")},
             "service": {"port": port},
+            "auth": {"existingSecret": "sparkpoint-tokens"},
         }
     )
     sts = rendered.one("StatefulSet")
@@ -50,9 +51,14 @@ def test_the_rendered_pod_runs_a_coordinator(tmp_path: Path, zk_server: LocalZoo
     configmap = rendered.one("ConfigMap", config_volume["configMap"]["name"])
     config_dir = tmp_path / "etc-sparkpoint"
     config_dir.mkdir()
+    # The token Secret, where the pod mounts it (here: a directory standing in for it).
+    (tokens_mount,) = [m for m in container["volumeMounts"] if m["name"] == "auth-tokens"]
+    tokens_dir = tmp_path / "auth-tokens"
+    tokens_dir.mkdir()
+    (tokens_dir / "tokens").write_text("read prometheus 0123456789abcdef0123\n")
     for name, text in configmap["data"].items():
-        (config_dir / name).write_text(text)
-    # The environment as the kubelet builds it (secrets aside: none in these values).
+        (config_dir / name).write_text(text.replace(tokens_mount["mountPath"], str(tokens_dir)))
+    # The environment as the kubelet builds it (no Secret reaches it in these values).
     env = {"PATH": os.environ["PATH"], "POD_NAME": f"{sts['metadata']['name']}-0"}
     env["POD_NAMESPACE"] = NAMESPACE
     for var in container["env"]:

@@ -1,4 +1,4 @@
-"""The pipeline keeps to its side of the package boundaries (DESIGN.md section 2): it
+"""The pipeline keeps to its side of the package boundaries (docs/architecture.md §2): it
 talks to the service only through ``sparkpoint.client``, and leaves kazoo, click and
 hdfs to their packages."""
 

@@ -97,6 +97,9 @@ def spawn_replica(
         "state.checkpoints.dir": str(checkpoints_dir),
         "state.checkpoints.num-retained": "1000",
         "heartbeat.timeout": "5 s",
+        "rest.auth.enabled": "false",  # tests/service/test_auth.py turns it on
+        # Savepoints anywhere under the test's own directory (e.g. a pipeline's work dir).
+        "state.savepoints.allowed-dirs": str(directory.parent),
         **(settings or {}),
     }
     command = [
@@ -227,8 +230,9 @@ class Driver:
             self.ack_errors.append(f"ack {checkpoint_id}: {exc}")
 
 
-def wait_leader(replicas: list[ReplicaProcess], timeout: float = 30) -> ReplicaProcess:
-    """The one live replica that leads and is ready (by its own HTTP answer)."""
+def wait_leader(replicas: list[ReplicaProcess], timeout: float = 90) -> ReplicaProcess:
+    """The one live replica that leads and is ready (by its own HTTP answer). Generous: a
+    replica process alone takes 10-25 s to start on a loaded 2-core machine."""
     from tests.support.waiting import wait_until
 
     def find() -> ReplicaProcess | None:

@@ -37,6 +37,7 @@ def _service(tmp_path: Path, quorum: str, cluster_id: str, **extra: str) -> Serv
             "high-availability.lease.renew-interval": "100 ms",
             "high-availability.lease.takeover-timeout": "1 s",
             "rest.port": "0",
+            "rest.auth.enabled": "false",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
             "state.savepoints.dir": str(tmp_path / "savepoints"),
             "state.checkpoints.num-retained": "10",
@@ -292,6 +293,7 @@ def _follower(tmp_path: Path, quorum: str, cluster_id: str) -> Service:
             # No lease: with the leader gone, only the election queue decides (blocked).
             "high-availability.lease.takeover-timeout": "0 s",
             "rest.port": "0",
+            "rest.auth.enabled": "false",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
         },
         environ={},
@@ -398,7 +400,7 @@ def test_stop_with_savepoint_finishes_the_job(service, http, observer, tmp_path)
     try:
         graph = make_graph(JOB)
         client.register_job(graph, {"interval_ms": 3_600_000})
-        target = tmp_path / "elsewhere"
+        target = tmp_path / "savepoints" / "named"  # under state.savepoints.dir
         sid = client.trigger_savepoint(JOB, str(target), stop=True)
         beat = client.heartbeat(JOB, 0)
         trigger = next(n for n in beat.notifications if n.checkpoint_id == sid)

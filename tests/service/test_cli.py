@@ -40,7 +40,7 @@ def test_status_commands_via_coordinator_then_zookeeper(
         overview = cli("checkpoints", "list", JOB, "--coordinator", service.address, "--json")
         assert overview["source"] == "leader" and overview["counts"]["completed"] == 1
         savepoint = cli(
-            "savepoints", "trigger", JOB, "--target", str(tmp_path / "sp"),
+            "savepoints", "trigger", JOB, "--target", str(tmp_path / "savepoints" / "sp"),
             "--coordinator", service.address, "--json",
         )  # fmt: skip
         assert savepoint["checkpoint_id"] > cid

@@ -34,6 +34,7 @@ def start(tmp_path: Path, quorum: str, cluster_id: str) -> Service:
             "high-availability.lease.renew-interval": "100 ms",
             "high-availability.lease.takeover-timeout": "1 s",
             "rest.port": "0",
+            "rest.auth.enabled": "false",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
             "state.savepoints.dir": str(tmp_path / "savepoints"),
             "state.checkpoints.num-retained": "2",

@@ -30,6 +30,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         overrides={
             "high-availability.type": "none",
             "rest.port": "0",
+            "rest.auth.enabled": "false",
             "state.checkpoints.dir": str(root / "checkpoints"),
             "state.savepoints.dir": str(root / "savepoints"),
         },

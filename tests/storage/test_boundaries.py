@@ -1,4 +1,4 @@
-"""Module boundaries of DESIGN.md section 2 for metadata and storage, and their faces."""
+"""Module boundaries of docs/architecture.md §2 for metadata and storage, and their faces."""
 
 from __future__ import annotations
 

@@ -89,8 +89,33 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if .Values.storage.savepointsDir }}
 {{- $_ := set $cfg "state.savepoints.dir" .Values.storage.savepointsDir }}
 {{- end }}
+{{- include "sparkpoint.securityConfig" (dict "cfg" $cfg "Values" .Values) }}
 {{- range $key, $value := .Values.config }}
 {{- $_ := set $cfg $key $value }}
 {{- end }}
 {{- toYaml $cfg }}
+{{- end }}
+
+{{/* REST authentication and TLS keys (docs/security.md); the files are mounted Secrets. */}}
+{{- define "sparkpoint.securityConfig" -}}
+{{- $cfg := .cfg }}
+{{- $_ := set $cfg "rest.auth.enabled" .Values.auth.enabled }}
+{{- if .Values.auth.enabled }}
+{{- $_ := set $cfg "rest.auth.token-file" (printf "/var/run/sparkpoint/auth/%s" .Values.auth.key) }}
+{{- $_ := set $cfg "rest.auth.protect-metrics" .Values.auth.protectMetrics }}
+{{- end }}
+{{- if .Values.tls.enabled }}
+{{- $_ := set $cfg "security.ssl.rest.enabled" true }}
+{{- $_ := set $cfg "security.ssl.rest.cert-file" "/var/run/sparkpoint/tls/tls.crt" }}
+{{- $_ := set $cfg "security.ssl.rest.key-file" "/var/run/sparkpoint/tls/tls.key" }}
+{{- if .Values.tls.clientAuth }}
+{{- $_ := set $cfg "security.ssl.rest.ca-file" "/var/run/sparkpoint/tls/ca.crt" }}
+{{- $_ := set $cfg "security.ssl.rest.client-auth" true }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* http or https, as the REST API is served. */}}
+{{- define "sparkpoint.scheme" -}}
+{{- if .Values.tls.enabled }}https{{ else }}http{{ end }}
 {{- end }}

@@ -21,6 +21,7 @@ from sparkpoint.checkpoint.ids import (
     parse_checkpoint_id,
     validate_checkpoint_id,
     validate_job_id,
+    validate_operator_uid,
 )
 from sparkpoint.checkpoint.keygroups import UPPER_BOUND_MAX_PARALLELISM, KeyGroupRange
 from sparkpoint.checkpoint.pointer import CheckpointPointer
@@ -52,4 +53,5 @@ __all__ = [
     "parse_checkpoint_id",
     "validate_checkpoint_id",
     "validate_job_id",
+    "validate_operator_uid",
 ]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkpoint.checkpoint.errors import InvalidCheckpointValue
-from sparkpoint.checkpoint.ids import validate_job_id
+from sparkpoint.checkpoint.ids import validate_job_id, validate_operator_uid
 from sparkpoint.checkpoint.keygroups import validate_parallelism
 
 
@@ -27,8 +27,7 @@ class OperatorSpec:
     acknowledges: bool = True
 
     def __post_init__(self) -> None:
-        if not self.uid or "/" in self.uid:
-            raise InvalidCheckpointValue(f"operator uid {self.uid!r} is empty or contains '/'")
+        validate_operator_uid(self.uid)
         validate_parallelism(self.uid, self.parallelism, self.max_parallelism)
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,7 +6,8 @@ import re
 
 from sparkpoint.checkpoint.errors import InvalidCheckpointValue
 
-# A job id ends up in a znode name and in a directory name, so it is kept to a safe alphabet.
+# A job id ends up in a znode name and a directory name, an operator uid in a file name:
+# both are kept to a safe alphabet.
 _JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 #: Checkpoint ids are positive and fit a signed 64-bit integer, as in Flink.
@@ -27,6 +28,24 @@ def validate_job_id(job_id: str) -> str:
             "'.', '_' and '-', starting with a letter or digit"
         )
     return job_id
+
+
+def validate_operator_uid(uid: str) -> str:
+    """Return ``uid`` if it is usable in a state file's name (and a znode's), else raise.
+
+    The same safe alphabet as job ids: an operator uid becomes part of a path on every
+    checkpoint (``<uid>-<subtask>-<attempt>``), so nothing may escape the checkpoint
+    directory through it.
+
+    >>> validate_operator_uid("count-per-user")
+    'count-per-user'
+    """
+    if not isinstance(uid, str) or not _JOB_ID.match(uid) or uid in {".", ".."}:
+        raise InvalidCheckpointValue(
+            f"operator uid {uid!r} is invalid: use 1-128 characters of letters, digits, "
+            "'.', '_' and '-', starting with a letter or digit"
+        )
+    return uid
 
 
 def validate_checkpoint_id(checkpoint_id: int) -> int:

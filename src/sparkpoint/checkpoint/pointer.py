@@ -1,6 +1,6 @@
 """The record the completed-checkpoint store keeps: where `_metadata` is, plus a summary.
 
-The state itself never goes to ZooKeeper, only this small pointer (DESIGN.md section 3).
+The state itself never goes to ZooKeeper, only this small pointer (docs/architecture.md §3).
 """
 
 from __future__ import annotations

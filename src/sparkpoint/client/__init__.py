@@ -5,11 +5,13 @@ idempotent calls. Uses httpx only: no kazoo, no pyspark, no click.
 """
 
 from sparkpoint.client.client import CoordinatorClient, state_to_dict
+from sparkpoint.client.credentials import Credentials, read_token_file
 from sparkpoint.client.errors import (
     ClientError,
     Conflict,
     Invalid,
     NotFound,
+    Refused,
     Superseded,
     Unavailable,
 )
@@ -19,12 +21,15 @@ __all__ = [
     "ClientError",
     "Conflict",
     "CoordinatorClient",
+    "Credentials",
     "Heartbeat",
     "Invalid",
     "NotFound",
     "Notification",
+    "Refused",
     "RestoreResponse",
     "Superseded",
     "Unavailable",
+    "read_token_file",
     "state_to_dict",
 ]

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from sparkpoint.checkpoint import JobGraph, OperatorSubtaskState
+from sparkpoint.client.credentials import Credentials
 from sparkpoint.client.models import Heartbeat, RestoreResponse
 from sparkpoint.client.transport import Transport, raise_for_error
 from sparkpoint.recovery import serde
@@ -34,6 +35,8 @@ class CoordinatorClient:
     ``addresses``: ``host:port`` or ``http://host:port`` of any replicas. Idempotent calls
     (register, heartbeat, restore plan, triggers are not) are retried across replicas for
     up to ``retry_for_s``; acknowledgements only when the server certainly did not act.
+    ``credentials``: token and TLS settings (default: from ``SPARKPOINT_TOKEN_FILE`` etc.,
+    see :mod:`sparkpoint.client.credentials`).
 
     Driver calls (heartbeat, acknowledge, decline, restore plan) carry a driver run id:
     the one given, else the one this client's last registration of the job returned. A
@@ -41,11 +44,21 @@ class CoordinatorClient:
     """
 
     def __init__(
-        self, addresses: list[str] | str, *, timeout_s: float = 10.0, retry_for_s: float = 30.0
+        self,
+        addresses: list[str] | str,
+        *,
+        timeout_s: float = 10.0,
+        retry_for_s: float = 30.0,
+        credentials: Credentials | None = None,
     ) -> None:
         if isinstance(addresses, str):
             addresses = [a for a in addresses.split(",") if a.strip()]
-        self._transport = Transport(addresses, timeout_s=timeout_s, retry_for_s=retry_for_s)
+        self._transport = Transport(
+            addresses,
+            timeout_s=timeout_s,
+            retry_for_s=retry_for_s,
+            credentials=credentials if credentials is not None else Credentials.from_env(),
+        )
         self._runs: dict[str, str] = {}
 
     @property

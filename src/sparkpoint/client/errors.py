@@ -30,19 +30,24 @@ class Invalid(ClientError):
     """422 (or another 4xx): the request is malformed or names something not awaited."""
 
 
+class Refused(ClientError):
+    """401 (no accepted token) or 403 (the token's role may not make this call)."""
+
+
 class Unavailable(ClientError):
     """No leader answered within ``retry_for_s`` (none elected, or none reachable)."""
 
 
+_BY_STATUS: dict[int, type[ClientError]] = {
+    401: Refused, 403: Refused, 404: NotFound, 409: Conflict, 503: Unavailable,
+}  # fmt: skip
+
+
 def error_for(status: int, code: str, message: str) -> ClientError:
-    if status == 404:
-        return NotFound(status, code, message)
-    if status == 409:
-        if code == "run_superseded":
-            return Superseded(status, code, message)
-        return Conflict(status, code, message)
-    if status == 503:
-        return Unavailable(status, code, message)
+    if status == 409 and code == "run_superseded":
+        return Superseded(status, code, message)
+    if status in _BY_STATUS:
+        return _BY_STATUS[status](status, code, message)
     if 400 <= status < 500:
         return Invalid(status, code, message)
     return ClientError(status, code, message)

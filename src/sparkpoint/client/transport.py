@@ -16,30 +16,42 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from sparkpoint.client.credentials import Credentials
 from sparkpoint.client.errors import Unavailable, error_for
 
 #: Redirects followed for one attempt (a leader that just moved may redirect once more).
 _MAX_HOPS = 3
 
 
-def normalise(address: str) -> str:
-    """``host:port`` → ``http://host:port``; trailing slashes dropped."""
+def normalise(address: str, scheme: str = "http") -> str:
+    """``host:port`` → ``http://host:port`` (or ``scheme``); trailing slashes dropped."""
     address = address.strip().rstrip("/")
     if "://" not in address:
-        address = f"http://{address}"
+        address = f"{scheme}://{address}"
     return address
 
 
 class Transport:
-    def __init__(self, addresses: list[str], *, timeout_s: float, retry_for_s: float) -> None:
+    def __init__(
+        self,
+        addresses: list[str],
+        *,
+        timeout_s: float,
+        retry_for_s: float,
+        credentials: Credentials | None = None,
+    ) -> None:
         if not addresses:
             raise ValueError("at least one coordinator address is needed")
-        self.addresses = [normalise(a) for a in addresses]
+        creds = credentials or Credentials()
+        self.addresses = [normalise(a, creds.default_scheme) for a in addresses]
         self.retry_for_s = retry_for_s
         # Followers forward leader-only calls for us (one address is enough, e.g. a
         # Kubernetes Service whose pods' own names this machine cannot resolve).
         self._http = httpx.Client(
-            timeout=timeout_s, follow_redirects=False, headers={"Sparkpoint-Proxy": "allow"}
+            timeout=timeout_s,
+            follow_redirects=False,
+            headers={"Sparkpoint-Proxy": "allow", **creds.headers()},
+            verify=creds.verify(),
         )
         self._leader: str | None = None
 

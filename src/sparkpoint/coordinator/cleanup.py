@@ -1,6 +1,6 @@
 """Deleting files in the background: subsumed checkpoints and aborted checkpoint directories.
 
-Deletion is the last step of DESIGN.md section 4 and may be slow (HDFS), so it never holds
+Deletion is the last step of docs/architecture.md §4 and may be slow (HDFS), so it never holds
 up acknowledgements or the next trigger. A crash before it runs leaves orphans, which the
 garbage collector removes; a failed deletion is logged for the same reason, not retried.
 """

@@ -1,6 +1,6 @@
 """Checkpointing options of one job, with Flink's key names and defaults.
 
-Every invalid value is refused with the key, the value and the reason (DESIGN.md section 9),
+Every invalid value is refused with the key, the value and the reason (docs/architecture.md §9),
 so a registration or a configuration file can be rejected with a message a person can act on.
 """
 

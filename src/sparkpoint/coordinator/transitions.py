@@ -80,7 +80,7 @@ class Transitions:
         if pending.status is not CheckpointStatus.FINALIZING:
             return f"checkpoint {pending.checkpoint_id} was aborted while finalising"
         if self.job_status.is_globally_terminal:
-            # The job's store is being removed (docs/architecture.md section 11).
+            # The job's store is being removed (docs/architecture.md §11).
             return f"job is {self.job_status.value}"
         newer = self.latest_completed_id
         if not pending.is_savepoint and newer is not None and newer > pending.checkpoint_id:
@@ -174,7 +174,7 @@ class Transitions:
         subsumed: list[CheckpointPointer],
         now: int,
     ) -> None:
-        """Steps 4 and 5 of DESIGN.md section 4: tell the pipeline, then delete what the
+        """Steps 4 and 5 of docs/architecture.md §4: tell the pipeline, then delete what the
         store subsumed (never savepoints)."""
         cid = pending.checkpoint_id
         self.tracker.finish(cid, CheckpointStatus.COMPLETED)

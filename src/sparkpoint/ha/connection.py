@@ -12,7 +12,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
-from kazoo.security import make_digest_acl
+from kazoo.security import ACL, make_acl, make_digest_acl
 
 from sparkpoint import metrics
 from sparkpoint.config import ZooKeeperSettings
@@ -29,6 +29,40 @@ class ConnectionState(enum.StrEnum):
 
 
 Listener = Callable[[ConnectionState], None]
+
+
+def _security_options(settings: ZooKeeperSettings) -> dict[str, Any]:
+    """kazoo's authentication, ACL and TLS arguments from the settings.
+
+    With ``acl: creator`` every znode this client creates may be changed (and read) by
+    its own identities only: the digest user, the SASL user, or both.
+    """
+    options: dict[str, Any] = {}
+    acl: list[ACL] = []
+    if settings.digest_auth:
+        user, _, password = settings.digest_auth.partition(":")
+        options["auth_data"] = [("digest", settings.digest_auth)]
+        acl.append(make_digest_acl(user, password, all=True))
+    if settings.sasl_auth:
+        user, _, password = settings.sasl_auth.partition(":")
+        options["sasl_options"] = {
+            "mechanism": "DIGEST-MD5",
+            "username": user,
+            "password": password,
+        }
+        acl.append(make_acl("sasl", user, all=True))
+    if settings.acl == "creator" and acl:
+        options["default_acl"] = acl
+    if settings.ssl_enabled:
+        options.update(
+            use_ssl=True,
+            verify_certs=True,
+            check_hostname=True,
+            ca=settings.ssl_ca_file,
+            certfile=settings.ssl_cert_file or None,
+            keyfile=settings.ssl_key_file or None,
+        )
+    return options
 
 
 class ZooKeeperConnection:
@@ -49,20 +83,12 @@ class ZooKeeperConnection:
             deadline=settings.session_timeout_s,
             ignore_expire=False,  # an expired session must surface, never be retried over
         )
-        auth = []
-        acl = None
-        if settings.digest_auth:
-            user, _, password = settings.digest_auth.partition(":")
-            auth = [("digest", settings.digest_auth)]
-            if settings.acl == "creator":
-                acl = [make_digest_acl(user, password, all=True)]
         self.client = KazooClient(
             hosts=settings.quorum,
             timeout=settings.session_timeout_s,
             connection_retry=KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0),
             command_retry=retry,
-            auth_data=auth or None,
-            default_acl=acl,
+            **_security_options(settings),
         )
         self._state = ConnectionState.LOST
         self._changed = threading.Condition()

@@ -109,7 +109,10 @@ def demo(
         elif kind == "checkpoint":
             console.log(f"checkpoint {event['checkpoint_id']} completed (epoch {event['epoch']})")
         elif kind == "zookeeper":
-            console.log(f"ZooKeeper serving at {event['connect_string']}")
+            console.log(
+                f"ZooKeeper serving at {event['connect_string']}; REST authentication is "
+                "off for this local demo (docs/security.md)"
+            )
         elif kind == "pipeline":
             console.log(f"pipeline started (pid {event['pid']}); Spark takes a few seconds")
         elif kind in ("connectors", "draining"):

@@ -54,6 +54,10 @@ def target_options(func: F) -> F:
                      default=_DEFAULTS.takeover_timeout_s, show_default=True,
                      help="Lease takeover timeout (s): --local sets it; for a deployment, "
                           "give its configured value (it sets the pause lengths)."),
+        click.option("--checkpoint-interval", type=click.FloatRange(0.05, 3600.0),
+                     default=None,
+                     help="--local: the workload's checkpoint interval (s; default 0.5 for "
+                          "the pipeline, 0.3 for the driver)."),
         click.option("--restart-command", metavar="CMD",
                      help="Deployment: shell command restarting a signalled replica "
                           "({instance_id}, {pid} filled in); default: its supervisor does."),
@@ -71,9 +75,7 @@ def target_options(func: F) -> F:
     return func
 
 
-def _spec(
-    opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_: Any
-) -> TargetSpec:
+def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_: Any) -> TargetSpec:
     if not opts["local"] and not (opts["quorum"] and opts["cluster_id"]):
         raise click.UsageError("give --local, or --zookeeper QUORUM and --cluster-id ID")
     if opts["takeover_timeout"] >= opts["session_timeout"]:
@@ -93,12 +95,12 @@ def _spec(
         quorum=opts["quorum"], cluster_id=opts["cluster_id"], root=opts["root"],
         restart_command=opts["restart_command"], job_id=opts["job_id"],
         signal_command=opts["signal_command"], zookeeper_proxies=zookeeper_proxies,
+        checkpoint_interval_ms=None if opts["checkpoint_interval"] is None
+        else round(opts["checkpoint_interval"] * 1000),
     )  # fmt: skip
 
 
-def _execute(
-    opts: dict[str, Any], body: Callable[..., DrillReport], **spec_options: Any
-) -> None:
+def _execute(opts: dict[str, Any], body: Callable[..., DrillReport], **spec_options: Any) -> None:
     spec = _spec(opts, **spec_options)
     code = report_and_exit_code(opts, lambda p: run_drill(spec, lambda t, o, c: body(t, o, c, p)))
     if code:
@@ -208,23 +210,53 @@ def zookeeper_loss(outage: float, **opts: Any) -> None:
 
 @drill_group.command("chaos")
 @click.option("--iterations", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--seed", type=int, default=1, show_default=True,
-              help="Picks the faults: the same seed gives the same faults in the same order.")
-@click.option("--fault", "faults", type=click.Choice(FAULTS), multiple=True,
-              help="Pick only among these (repeatable; default: every fault).")
-@click.option("--interval", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
-              help="Seconds between iterations, once the cluster is steady again.")
-@click.option("--orphan-grace", type=click.FloatRange(min=0.5), default=3.0,
-              show_default=True,
-              help="The replicas' orphan-collector grace period (s; scanned every sixth of "
-                   "it): a directory neither retained nor pending and older than the grace, "
-                   "a scan and a margin counts as leaked.")
-@click.option("--time-limit", type=click.FloatRange(min=1.0), default=None,
-              help="Seconds after which no further fault is injected; the run then finishes "
-                   "(exactly-once check, report) with the iterations done.")
+@click.option(
+    "--seed",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Picks the faults: the same seed gives the same faults in the same order.",
+)
+@click.option(
+    "--fault",
+    "faults",
+    type=click.Choice(FAULTS),
+    multiple=True,
+    help="Pick only among these (repeatable; default: every fault).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.0),
+    default=1.0,
+    show_default=True,
+    help="Seconds between iterations, once the cluster is steady again.",
+)
+@click.option(
+    "--orphan-grace",
+    type=click.FloatRange(min=0.5),
+    default=3.0,
+    show_default=True,
+    help="The replicas' orphan-collector grace period (s; scanned every sixth of "
+    "it): a directory neither retained nor pending and older than the grace, "
+    "a scan and a margin counts as leaked.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    help="Seconds after which no further fault is injected; the run then finishes "
+    "(exactly-once check, report) with the iterations done.",
+)
 @target_options
-def chaos(iterations: int, seed: int, faults: tuple[str, ...], interval: float,
-          orphan_grace: float, time_limit: float | None, **opts: Any) -> None:
+def chaos(
+    iterations: int,
+    seed: int,
+    faults: tuple[str, ...],
+    interval: float,
+    orphan_grace: float,
+    time_limit: float | None,
+    **opts: Any,
+) -> None:
     """ITERATIONS faults, each picked at random (seeded) from: kill -9, SIGTERM or SIGSTOP
     of the leader, the leader cut off from ZooKeeper, its ZooKeeper replies dropped, one
     ZooKeeper server killed, and the pipeline driver killed (--local).
@@ -236,14 +268,26 @@ def chaos(iterations: int, seed: int, faults: tuple[str, ...], interval: float,
     iteration's fault.
     """  # fmt: skip
     if not opts["local"]:
-        raise click.UsageError("chaos routes the replicas' ZooKeeper traffic through fault "
-                               "proxies and kills ZooKeeper servers: it runs with --local")
+        raise click.UsageError(
+            "chaos routes the replicas' ZooKeeper traffic through fault "
+            "proxies and kills ZooKeeper servers: it runs with --local"
+        )
     if "driver-kill" in (faults or FAULTS) and opts["workload"] != "pipeline":
         faults = tuple(f for f in (faults or FAULTS) if f != "driver-kill")
         if not faults:
             raise click.UsageError("driver-kill needs --workload pipeline")
-    options = ChaosOptions(iterations=iterations, seed=seed, faults=faults or FAULTS,
-                           interval_s=interval, orphan_grace_s=orphan_grace,
-                           time_limit_s=time_limit)
-    _execute(opts, lambda t, o, c, p: run_chaos(t, o, options, c, p), zookeeper_proxies=True,
-             orphan_grace_s=orphan_grace, orphan_scan_interval_s=orphan_grace / 6)
+    options = ChaosOptions(
+        iterations=iterations,
+        seed=seed,
+        faults=faults or FAULTS,
+        interval_s=interval,
+        orphan_grace_s=orphan_grace,
+        time_limit_s=time_limit,
+    )
+    _execute(
+        opts,
+        lambda t, o, c, p: run_chaos(t, o, options, c, p),
+        zookeeper_proxies=True,
+        orphan_grace_s=orphan_grace,
+        orphan_scan_interval_s=orphan_grace / 6,
+    )

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from sparkpoint.config import ConfigError
 from sparkpoint.ha import HAError
 from sparkpoint.ops import logs
 from sparkpoint.ops.cli_common import (
@@ -26,7 +27,11 @@ def coordinator_group() -> None:
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="Any key (repeatable).")
 @zookeeper_options
 @click.option("--port", type=int, default=None, help="REST port (rest.port).")
-@click.option("--embedded", is_flag=True, help="No ZooKeeper: high-availability.type none.")
+@click.option(
+    "--embedded",
+    is_flag=True,
+    help="No ZooKeeper (high-availability.type none); REST auth off unless set on.",
+)
 @click.option(
     "--log-level", type=click.Choice(logs.LEVELS), default="info", show_default=True,
     envvar="SPARKPOINT_LOG_LEVEL", help="Least severe level logged.",
@@ -66,13 +71,15 @@ def run_command(
         overrides["rest.port"] = str(port)
     if embedded:
         overrides["high-availability.type"] = "none"
+        # One local process: authentication stays off unless asked for (said at start).
+        overrides.setdefault("rest.auth.enabled", "false")
     config = load(config_file, overrides)
     logs.configure(log_level, log_format)
     from sparkpoint.service import run  # the server stack only when a replica runs
 
     try:
         status = run(config)
-    except (OSError, HAError) as exc:  # port in use, storage not writable, no ZooKeeper
+    except (OSError, HAError, ConfigError) as exc:  # port in use, no ZooKeeper, no tokens
         raise click.ClickException(str(exc)) from exc
     sys.exit(status)
 

@@ -12,11 +12,12 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from typing import Any
 
 import click
 
-from sparkpoint.client import ClientError, CoordinatorClient
+from sparkpoint.client import ClientError, CoordinatorClient, Credentials
 from sparkpoint.config import env_name
 from sparkpoint.ha import HAError
 from sparkpoint.ops import cli_tables
@@ -40,6 +41,18 @@ def connection_options(func: F) -> F:
     func = zookeeper_options(func)
     func = click.option("--config", "config_file", type=click.Path(dir_okay=False))(func)
     func = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+    func = click.option(
+        "--token-file",
+        envvar="SPARKPOINT_TOKEN_FILE",
+        type=click.Path(dir_okay=False),
+        help="File holding the bearer token (docs/security.md).",
+    )(func)
+    func = click.option(
+        "--ca-file",
+        envvar="SPARKPOINT_CA_FILE",
+        type=click.Path(dir_okay=False),
+        help="CA that signed the coordinators' TLS certificates (addresses mean https).",
+    )(func)
     return click.option(
         "--coordinator",
         "coordinators",
@@ -48,6 +61,16 @@ def connection_options(func: F) -> F:
         metavar="HOST:PORT",
         help="A coordinator replica's REST address (repeatable).",
     )(func)
+
+
+def _credentials(opts: dict[str, Any]) -> Credentials:
+    try:
+        creds = Credentials.from_env().with_token_file(opts.get("token_file"))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if opts.get("ca_file"):
+        creds = replace(creds, ca_file=opts["ca_file"])
+    return creds
 
 
 @contextmanager
@@ -78,7 +101,12 @@ def _source(opts: dict[str, Any], *, read_only: bool = True) -> Iterator[StatusS
             addresses = [f"127.0.0.1:{config.rest.port}"]
         if addresses:
             client = stack.enter_context(
-                CoordinatorClient(addresses, timeout_s=5, retry_for_s=2 if conn else 10)
+                CoordinatorClient(
+                    addresses,
+                    timeout_s=5,
+                    retry_for_s=2 if conn else 10,
+                    credentials=_credentials(opts),
+                )
             )
             if not read_only or conn is None or client_answers(client):
                 yield ClientSource(client)

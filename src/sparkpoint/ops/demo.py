@@ -114,7 +114,9 @@ class Demo:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.zk = LocalZooKeeper(opts.directory / "zookeeper", tick_time_ms=500)
         self.zk.start()
-        self.emit({"event": "zookeeper", "connect_string": self.zk.connect_string})
+        self.emit(
+            {"event": "zookeeper", "connect_string": self.zk.connect_string, "rest_auth": "off"}
+        )
         self.observer = ZooKeeperConnection(
             ZooKeeperSettings(
                 quorum=self.zk.connect_string, cluster_id=CLUSTER, takeover_timeout_s=0.0
@@ -173,6 +175,8 @@ class Demo:
             "high-availability.lease.takeover-timeout": f"{opts.takeover_timeout_s} s",
             "state.checkpoints.dir": str(self.checkpoint_dir),
             "state.savepoints.dir": str(opts.directory / "savepoints"),
+            # A demo on loopback: no tokens (each replica says so in its log at start).
+            "rest.auth.enabled": "false",
             # A leader killed every few seconds leaves an orphan each time: collect them
             # within the demo's lifetime, not after the product's ten minutes.
             "state.checkpoints.orphan-cleanup.grace-period": "3 s",

@@ -27,6 +27,9 @@ _REQUIRED_JARS = ("zookeeper-", "zookeeper-jute-", "slf4j-api-", "commons-io-", 
 _OPTIONAL_JARS = (
     "audience-annotations-", "netty-buffer-", "netty-codec-", "netty-common-",
     "netty-handler-", "netty-transport-", "snappy-java-",
+    # Netty 4.2 split these out; the secure client port (TLS) needs them.
+    "netty-codec-base-", "netty-resolver-", "netty-transport-native-unix-common-",
+    "netty-transport-classes-epoll-",
     "log4j-api-", "log4j-core-", "log4j-slf4j2-impl-",
 )  # fmt: skip
 
@@ -108,6 +111,21 @@ class ServerSpec:
     peer_port: int
     election_port: int
     pid: int | None = None
+    secure_port: int = 0  # the TLS client port, when the server has one
+
+
+@dataclass(frozen=True)
+class ServerTLS:
+    """A secure client port: PEM files (ZooKeeper 3.9 reads PEM key and trust stores).
+
+    ``keystore``: the server's private key and certificate chain in one file;
+    ``truststore``: the CA(s) client certificates are checked against; ``client_auth``:
+    ZooKeeper's ``ssl.clientAuth`` (need, want or none).
+    """
+
+    keystore: Path
+    truststore: Path
+    client_auth: str = "need"
 
 
 _LOG4J2 = """<Configuration status="warn">
@@ -139,7 +157,12 @@ class LocalZooKeeper:
         max_session_timeout_ms: int = 600_000,
         classpath: str | None = None,
         java: str = "java",
+        tls: ServerTLS | None = None,
+        sasl_users: dict[str, str] | None = None,
     ) -> None:
+        """``tls``: also serve a secure client port (Netty); ``sasl_users``: user → password
+        accepted over SASL DIGEST-MD5 (and the ``sasl`` ACL scheme enabled). Neither
+        changes the plain client port, which stays for probes and four-letter words."""
         if servers not in (1, 3):
             raise ZooKeeperLaunchError(f"servers must be 1 or 3, not {servers}")
         self.base_dir = Path(base_dir).resolve()
@@ -149,6 +172,8 @@ class LocalZooKeeper:
         self._classpath = classpath
         self._java = java
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.tls = tls
+        self.sasl_users = dict(sasl_users or {})
         first = port or free_port(host)
         self.servers = [
             ServerSpec(
@@ -159,12 +184,22 @@ class LocalZooKeeper:
             )
             for i in range(servers)
         ]
+        if tls is not None:
+            for spec in self.servers:
+                spec.secure_port = free_port(host)
 
     # --- addresses ----------------------------------------------------------------------
 
     @property
     def connect_string(self) -> str:
         return ",".join(f"{self.host}:{s.client_port}" for s in self.servers)
+
+    @property
+    def secure_connect_string(self) -> str:
+        """The TLS client ports (only with ``tls``)."""
+        if self.tls is None:
+            raise ZooKeeperLaunchError("this ZooKeeper was started without tls")
+        return ",".join(f"{self.host}:{s.secure_port}" for s in self.servers)
 
     def server(self, server_id: int) -> ServerSpec:
         return self.servers[server_id - 1]
@@ -286,6 +321,8 @@ class LocalZooKeeper:
         zk._classpath = state["classpath"]
         zk._java = "java"
         zk._procs = {}
+        zk.tls = None  # only what stopping and status need is restored
+        zk.sasl_users = {}
         zk.servers = [ServerSpec(**s) for s in state["servers"]]
         return zk
 
@@ -308,6 +345,26 @@ class LocalZooKeeper:
             "4lw.commands.whitelist=*",
             "maxClientCnxns=0",
         ]
+        if self.tls is not None:
+            lines += [
+                f"secureClientPort={spec.secure_port}",
+                f"secureClientPortAddress={self.host}",
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                f"ssl.keyStore.location={self.tls.keystore}",
+                "ssl.keyStore.type=PEM",
+                f"ssl.trustStore.location={self.tls.truststore}",
+                "ssl.trustStore.type=PEM",
+                f"ssl.clientAuth={self.tls.client_auth}",
+            ]
+        if self.sasl_users:
+            lines.append(
+                "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+            )
+            users = "".join(f'\n  user_{u}="{p}"' for u, p in self.sasl_users.items())
+            (directory / "jaas.conf").write_text(
+                f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required"
+                f"{users};\n}};\n"
+            )
         if len(self.servers) > 1:
             # initLimit/syncLimit are in ticks; keep them in seconds whatever the tick.
             lines += [
@@ -335,6 +392,11 @@ class LocalZooKeeper:
             f"-Dlog4j2.configurationFile={directory / 'log4j2.xml'}",
             f"-Dzookeeper.log.file={directory / 'zookeeper.log'}",
             "-Dzookeeper.jmx.log4j.disable=true",
+            *(
+                [f"-Djava.security.auth.login.config={directory / 'jaas.conf'}"]
+                if (directory / "jaas.conf").exists()
+                else []
+            ),
             "-cp",
             classpath,
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",

@@ -1,7 +1,7 @@
 """The PySpark pipeline runtime: the only package that imports pyspark.
 
 A pipeline is source → key_by → a keyed stateful function → a transactional sink,
-executed on Spark in epochs and checkpointed through the coordinator (DESIGN.md §7).
+executed on Spark in epochs and checkpointed through the coordinator (docs/architecture.md §7).
 pyspark itself is imported only where Spark is touched (the driver's loop and tasks),
 so building a pipeline and its job graph needs no JVM. Executors import this package
 to run tasks, so the channels (coordinator, HTTP client) load only when asked for.

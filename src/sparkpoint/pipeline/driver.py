@@ -1,4 +1,4 @@
-"""The driver's epoch loop (DESIGN.md section 7).
+"""The driver's epoch loop (docs/architecture.md §7).
 
 Each epoch is one Spark job: the source ranges the driver fixed are read, keyed and
 partitioned by the key-group partitioner, unioned with the cached state RDD (same

@@ -24,6 +24,7 @@ from sparkpoint.client import (
     ClientError,
     Conflict,
     CoordinatorClient,
+    Credentials,
     NotFound,
     Notification,
     Superseded,
@@ -54,8 +55,12 @@ class RemoteChannel:
         timeout_s: float = 5.0,
         retry_for_s: float = 60.0,
         on_notice: Callable[[Notification], None] | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
-        self.client = CoordinatorClient(addresses, timeout_s=timeout_s, retry_for_s=retry_for_s)
+        # credentials None: SPARKPOINT_TOKEN_FILE / SPARKPOINT_CA_FILE (docs/security.md).
+        self.client = CoordinatorClient(
+            addresses, timeout_s=timeout_s, retry_for_s=retry_for_s, credentials=credentials
+        )
         self._on_notice = on_notice
         self._config = dict(checkpoint_config or {})
         self._job_id: str | None = None

@@ -12,7 +12,7 @@ class RestoreError(Exception):
 
 
 class RestoreRule(enum.StrEnum):
-    """The validation rules of DESIGN.md §6, by the name errors quote."""
+    """The validation rules of docs/architecture.md §6, by the name errors quote."""
 
     #: Every operator with state in the checkpoint must exist in the new job graph (by
     #: uid), unless non-restored state is explicitly allowed.

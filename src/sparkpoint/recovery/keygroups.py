@@ -62,7 +62,7 @@ def key_group_for_key_bytes(key_bytes: bytes, max_parallelism: int) -> int:
 
 
 def key_group_for_key(key: Key, max_parallelism: int) -> int:
-    """``murmur3_32(canonical_key_bytes(key)) mod max_parallelism`` (DESIGN.md §6).
+    """``murmur3_32(canonical_key_bytes(key)) mod max_parallelism`` (docs/architecture.md §6).
 
     >>> key_group_for_key("user-42", 128)
     90

@@ -1,4 +1,4 @@
-"""Can this checkpoint be restored into that job graph? (DESIGN.md §6, Flink's
+"""Can this checkpoint be restored into that job graph? (docs/architecture.md §6, Flink's
 Checkpoints.loadAndValidateCheckpoint and StateAssignmentOperation's checks.)"""
 
 from __future__ import annotations

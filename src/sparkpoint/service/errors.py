@@ -42,3 +42,9 @@ class NotLeaderError(ServiceError):
         self.leader_address = leader_address
         if code:
             self.code = code
+
+
+class SavepointTargetError(InvalidRequestError):
+    """A savepoint's ``target_dir`` lies outside ``state.savepoints.allowed-dirs``."""
+
+    code = "savepoint_target_refused"

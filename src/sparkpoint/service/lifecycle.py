@@ -1,4 +1,4 @@
-"""The end of a job (docs/architecture.md section 11): what goes when no coordinator will
+"""The end of a job (docs/architecture.md §11): what goes when no coordinator will
 ever resume it.
 
 A job is over for the whole cluster once it is FINISHED (stopped with a savepoint),

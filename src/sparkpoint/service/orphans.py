@@ -1,4 +1,4 @@
-"""The leader's collector of orphaned checkpoint directories (docs/architecture.md section 12).
+"""The leader's collector of orphaned checkpoint directories (docs/architecture.md §12).
 
 Every failover and every crash between state files and `_metadata` leaves a ``chk-<id>``
 directory that no completed checkpoint owns; so does a discard that did not finish. The

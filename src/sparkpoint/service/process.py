@@ -12,14 +12,16 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import uvicorn
 
 from sparkpoint import metrics
-from sparkpoint.config import Config
+from sparkpoint.config import Config, ConfigError
 from sparkpoint.ha import (
     EmbeddedLeaderElection,
     LeaderElection,
@@ -28,6 +30,7 @@ from sparkpoint.ha import (
     ZooKeeperLeaderElection,
 )
 from sparkpoint.service.api import create_app
+from sparkpoint.service.api.auth import Authenticator, TokenFileError
 from sparkpoint.service.backend import EmbeddedBackend, ZooKeeperBackend
 from sparkpoint.service.replica import Replica
 from sparkpoint.storage import CheckpointStorage
@@ -38,12 +41,13 @@ log = logging.getLogger("sparkpoint.service")
 def advertised_address(config: Config, port: int) -> str:
     if config.rest.address:
         return config.rest.address.rstrip("/")
+    scheme = "https" if config.security.ssl_enabled else "http"
     host = config.rest.bind_address
     if host in {"0.0.0.0", "::", ""}:
         host = socket.gethostname()
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    return f"http://{host}:{port}"
+    return f"{scheme}://{host}:{port}"
 
 
 class _EmbeddedListener:
@@ -89,7 +93,34 @@ class Service:
             self.conn.close()
 
 
+def _tls_options(config: Config) -> dict[str, Any]:
+    """uvicorn's TLS settings from ``security.ssl.rest.*`` (none when TLS is off)."""
+    sec = config.security
+    if not sec.ssl_enabled:
+        return {}
+    options: dict[str, Any] = {"ssl_certfile": sec.ssl_cert_file, "ssl_keyfile": sec.ssl_key_file}
+    if sec.ssl_ca_file:
+        options["ssl_ca_certs"] = sec.ssl_ca_file
+    if sec.ssl_client_auth:
+        options["ssl_cert_reqs"] = ssl.CERT_REQUIRED
+    return options
+
+
+def _check_security(config: Config) -> None:
+    """Refuse to start with an unreadable token file; say loudly when auth is off."""
+    try:
+        Authenticator.from_settings(config.security)
+    except TokenFileError as exc:
+        raise ConfigError("rest.auth.token-file", config.security.token_file, str(exc)) from None
+    if not config.security.auth_enabled:
+        log.warning(
+            "REST authentication is OFF (rest.auth.enabled=false): anyone who can reach "
+            "this port may call every endpoint; use this for local work only"
+        )
+
+
 def start_service(config: Config) -> Service:
+    _check_security(config)
     instance_id = config.ha.instance_id or f"{socket.gethostname()}-{os.getpid()}"
     family = socket.AF_INET6 if ":" in config.rest.bind_address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -141,6 +172,7 @@ def start_service(config: Config) -> Service:
             access_log=False,
             lifespan="off",
             timeout_graceful_shutdown=2,
+            **_tls_options(config),
         )
     )
     thread = threading.Thread(

@@ -23,7 +23,8 @@ HEADER = "sparkpoint-proxy"
 ALLOW = "allow"
 #: The body the service already read (the body-limit middleware keeps it here).
 BODY_SCOPE_KEY = "sparkpoint.body"
-_FORWARDED_REQUEST_HEADERS = ("content-type", "accept")
+# The caller's token too: the leader checks it again (docs/security.md).
+_FORWARDED_REQUEST_HEADERS = ("content-type", "accept", "authorization")
 _RETURNED_HEADERS = ("content-type", "retry-after", "location")
 TIMEOUT_S = 30.0
 

@@ -1,4 +1,4 @@
-"""Checkpoint storage: the directory layout of DESIGN.md section 4 on one filesystem.
+"""Checkpoint storage: the directory layout of docs/architecture.md §4 on one filesystem.
 
 ::
 

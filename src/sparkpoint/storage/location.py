@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparkpoint.checkpoint import CheckpointKind, CompletedCheckpoint
+from sparkpoint.checkpoint import (
+    CheckpointKind,
+    CompletedCheckpoint,
+    InvalidCheckpointValue,
+    validate_operator_uid,
+)
 from sparkpoint.metadata import encode_metadata, metadata_checksum
 from sparkpoint.storage.errors import PathOutsideRoot, StorageError
 from sparkpoint.storage.filesystem import FileSystem
@@ -26,12 +31,12 @@ class CommittedMetadata:
 def state_file_name(operator_uid: str, subtask: int, attempt: int) -> str:
     """``<operator-uid>-<subtask>-<attempt>``: unique per attempt, so a retried task never
     collides with (or reads) the file of an earlier attempt."""
-    if not operator_uid or "/" in operator_uid or operator_uid.startswith("."):
+    try:
+        validate_operator_uid(operator_uid)
+    except InvalidCheckpointValue as exc:
         raise PathOutsideRoot(
-            f"operator uid {operator_uid!r} cannot name a state file "
-            "(empty, contains '/' or starts with '.')",
-            path=operator_uid,
-        )
+            f"operator uid {operator_uid!r} cannot name a state file: {exc}", path=operator_uid
+        ) from None
     if subtask < 0 or attempt < 0:
         raise StorageError(f"negative subtask {subtask} or attempt {attempt}")
     return f"{operator_uid}-{subtask}-{attempt}"

@@ -78,6 +78,8 @@ class LocalCluster:
     # Each replica reaches ZooKeeper through its own fault proxies (one per server), so a
     # drill can cut one replica off, or swallow its replies, and no one else.
     zookeeper_proxies: bool = False
+    # The workload's checkpoint interval (ms); None: the workload's own default.
+    checkpoint_interval_ms: int | None = None
 
     def start(self) -> LocalCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -115,12 +117,16 @@ class LocalCluster:
         self.workload: Workload
         if self.pipeline:
             pipeline = ClicksPipeline(addresses, self.directory / "pipeline")
+            if self.checkpoint_interval_ms is not None:
+                pipeline.interval_ms = self.checkpoint_interval_ms
             pipeline.start()
             self.workload = pipeline
             if not wait_started(pipeline, 180):
                 raise DrillError(f"the demo pipeline did not start; see {pipeline.directory}")
         else:
             self.workload = AckDriver(addresses)
+            if self.checkpoint_interval_ms is not None:
+                self.workload.interval_ms = self.checkpoint_interval_ms
             self.workload.start()
         return self
 

@@ -229,9 +229,7 @@ class ProxyGroup:
     def connect_string(self) -> str:
         return ",".join(f"{h}:{p}" for h, p in (x.address for x in self.proxies))
 
-    def set(
-        self, to_server: Mode | str | None = None, to_client: Mode | str | None = None
-    ) -> None:
+    def set(self, to_server: Mode | str | None = None, to_client: Mode | str | None = None) -> None:
         for p in self.proxies:
             p.set(to_server, to_client)
 

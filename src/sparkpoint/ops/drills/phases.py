@@ -66,7 +66,11 @@ def failover_phases(
 
 
 def measure(
-    target: Any, observer: Any, obs: Any, fault_at: float, leader_at: float | None,
+    target: Any,
+    observer: Any,
+    obs: Any,
+    fault_at: float,
+    leader_at: float | None,
     max_before: int,
 ) -> dict[str, float | None]:
     """The phases of one failover as observed (``obs``: the observer's snapshot; times on

@@ -52,6 +52,8 @@ class ReplicaSettings:
             "state.checkpoints.num-retained": str(self.num_retained),
             "state.checkpoints.orphan-cleanup.grace-period": f"{self.orphan_grace_s:g} s",
             "state.checkpoints.orphan-cleanup.interval": f"{self.orphan_scan_interval_s:g} s",
+            # Local child processes on loopback, driven by this process: no tokens.
+            "rest.auth.enabled": "false",
             "execution.checkpointing.tolerable-failed-checkpoints": str(
                 self.tolerable_failed_checkpoints
             ),

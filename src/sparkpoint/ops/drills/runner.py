@@ -32,6 +32,8 @@ class TargetSpec:
     job_id: str | None = None
     signal_command: str | None = None
     zookeeper_proxies: bool = False
+    #: --local: the workload's checkpoint interval (ms); None: the workload's default.
+    checkpoint_interval_ms: int | None = None
 
 
 def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
@@ -48,6 +50,7 @@ def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
         "num_retained": s.num_retained,
         "tolerable_failed_checkpoints": s.tolerable_failed_checkpoints if spec.local else None,
         "zookeeper_fault_proxies": spec.zookeeper_proxies,
+        "checkpoint_interval_ms": target.workload.interval_ms if spec.local else None,
     }  # fmt: skip
 
 
@@ -57,7 +60,8 @@ def drill_target(spec: TargetSpec) -> Iterator[tuple[Target, ClusterObserver]]:
     if spec.local:
         directory = spec.directory or Path(tempfile.mkdtemp(prefix="sparkpoint-drill-"))
         target = LocalCluster(directory, spec.settings, pipeline=spec.pipeline,
-                              zookeeper_proxies=spec.zookeeper_proxies)  # fmt: skip
+                              zookeeper_proxies=spec.zookeeper_proxies,
+                              checkpoint_interval_ms=spec.checkpoint_interval_ms)  # fmt: skip
         try:
             target.start()
         except BaseException:

@@ -37,6 +37,7 @@ from sparkpoint.ops.drills.invariants import CompletionNotice, Invariant, check_
 
 class Workload(Protocol):
     job_id: str
+    interval_ms: int
 
     def start(self) -> None: ...
 
@@ -63,7 +64,7 @@ def aborts(notices: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _inline_state(subtask: int, parallelism: int, max_parallelism: int) -> OperatorSubtaskState:
-    # Key groups of the subtask as in DESIGN.md section 6; a tiny inline stream is enough:
+    # Key groups of the subtask as in docs/architecture.md §6; a tiny inline stream is enough:
     # the drill exercises coordination, not state size.
     m, p = max_parallelism, parallelism
     groups = KeyGroupRange(-(-subtask * m // p), -(-(subtask + 1) * m // p) - 1)

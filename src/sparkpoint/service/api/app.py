@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from sparkpoint import __version__
-from sparkpoint.service.api import driver, errors, lifecycle, orphans, status, ui_status
+from sparkpoint.service.api import (
+    audit,
+    auth,
+    driver,
+    errors,
+    lifecycle,
+    orphans,
+    status,
+    ui_status,
+)
 from sparkpoint.service.api.limits import MAX_BODY_BYTES, BodyLimit
 from sparkpoint.service.replica import Replica
 from sparkpoint.service.ui import mount_static, watch_leadership
@@ -16,9 +25,12 @@ def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fas
         title="sparkpoint coordinator",
         version=__version__,
         description="Checkpoint coordination for PySpark pipelines (docs/api.md).",
+        # Every route, whoever adds it, gets these (docs/security.md).
+        dependencies=[Depends(audit.note_job), Depends(auth.authorize)],
     )
     app.state.replica = replica
     errors.install(app)
+    auth.install(app, replica.config.security)
     app.include_router(driver.router)
     app.include_router(status.router)
     app.include_router(orphans.router)
@@ -28,4 +40,5 @@ def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fas
     app.state.leadership_history = watch_leadership(replica.backend)
     mount_static(app)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_middleware(audit.AuditLog)
     return app

@@ -29,6 +29,7 @@ from sparkpoint.service.api.models import (
 from sparkpoint.service.errors import InvalidRequestError
 from sparkpoint.service.replica import Replica
 from sparkpoint.service.restore import restore_plan
+from sparkpoint.service.targets import check_savepoint_target
 from sparkpoint.service.term import Term
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -176,5 +177,7 @@ def trigger_savepoint(job_id: str, body: SavepointRequest, request: Request) -> 
         session.check_run(body.run_id)
     if not body.target_dir and term.storage.savepoint_dir is None:
         raise InvalidRequestError("no target_dir given and no state.savepoints.dir configured")
+    roots = request.app.state.replica.config.storage.savepoint_roots
+    check_savepoint_target(body.target_dir, roots)  # before anything is triggered
     checkpoint_id = session.trigger_savepoint(body.target_dir or None, stop=body.stop)
     return TriggerReply(checkpoint_id=checkpoint_id)

@@ -34,6 +34,7 @@ from sparkpoint.service.errors import (
     InvalidRequestError,
     JobGraphConflictError,
     NotLeaderError,
+    SavepointTargetError,
     ServiceError,
     UnknownCheckpointIdError,
     UnknownJobError,
@@ -65,6 +66,7 @@ _SERVICE_STATUS: dict[type[ServiceError], int] = {
     UnknownCheckpointIdError: 404,
     JobGraphConflictError: 409,
     InvalidRequestError: 422,
+    SavepointTargetError: 422,
 }
 
 

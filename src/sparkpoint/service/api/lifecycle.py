@@ -1,4 +1,4 @@
-"""Ending a job on request: cancel (docs/architecture.md section 11). Leader only."""
+"""Ending a job on request: cancel (docs/architecture.md §11). Leader only."""
 
 from __future__ import annotations
 
