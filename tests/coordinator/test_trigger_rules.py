@@ -88,3 +88,22 @@ def test_a_disconnected_job_is_not_triggered_but_still_expires(tmp_path: Path) -
     assert h.coordinator.tick(allow_trigger=False).triggered is None
     assert h.coordinator.tick().triggered == cid + 1  # the driver is back
     assert h.coordinator.close(10)
+
+
+def test_a_resumed_job_is_due_at_once_a_new_one_after_an_interval(tmp_path: Path) -> None:
+    fresh = make_harness(tmp_path / "fresh", 1, interval_ms=1000, start=False)
+    fresh.coordinator.start()
+    assert fresh.coordinator.tick().triggered is None
+    fresh.clock.advance(1000)
+    assert fresh.coordinator.tick().triggered is not None
+    assert fresh.coordinator.close(10)
+
+    resumed = make_harness(tmp_path / "resumed", 1, interval_ms=1000, start=False)
+    resumed.coordinator.start(due_now=True)
+    first = resumed.coordinator.tick().triggered
+    assert first is not None
+    resumed.ack_all(first)
+    assert resumed.coordinator.tick().triggered is None  # then the interval as usual
+    resumed.clock.advance(1000)
+    assert resumed.coordinator.tick().triggered == first + 1
+    assert resumed.coordinator.close(10)

@@ -136,15 +136,18 @@ class CheckpointCoordinator:
         with self._lock:
             return self._state.failure_reason
 
-    def start(self, now_ms: int | None = None) -> None:
-        """Begin periodic checkpointing: the first one is due one interval from now."""
+    def start(self, now_ms: int | None = None, *, due_now: bool = False) -> None:
+        """Begin periodic checkpointing: the first one is due one interval from now, or at
+        once with ``due_now`` (a job a new leader resumes has had no checkpoint for the
+        whole failover; its first one goes out as soon as the driver is heard, which is
+        when its sink's output becomes visible again)."""
         now = self._now(now_ms)
         with self._lock:
             self._require_running()
             if self._state.job_status is not JobStatus.CREATED:
                 return  # already started (or already ended): starting twice changes nothing
             self._state.job_status = JobStatus.RUNNING
-            self._state.next_due_ms = next_due_after_trigger(self.options, now)
+            self._state.next_due_ms = now if due_now else next_due_after_trigger(self.options, now)
 
     def stop(self, reason: str = "coordinator stopped") -> list[int]:
         """Abort every pending checkpoint and accept nothing more (leadership lost, job

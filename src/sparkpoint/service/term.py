@@ -85,7 +85,7 @@ class Term:
                 self._end(record.job_id, record.status)
                 continue
             try:
-                session = self._open(record, term_base(self.epoch))
+                session = self._open(record, term_base(self.epoch), resumed=True)
             except (ValueError, TypeError) as exc:  # a record the options refuse
                 log.error("job %s not resumed: %s", record.job_id, exc)
                 continue
@@ -280,7 +280,7 @@ class Term:
             standby,
         )
 
-    def _open(self, record: JobRecord, notice_base: int) -> JobSession:
+    def _open(self, record: JobRecord, notice_base: int, *, resumed: bool = False) -> JobSession:
         options = job_options(self._defaults, record.checkpoint_config)
         counter = self._backend.counter(record.job_id, self.leadership)
         counter.start()
@@ -295,7 +295,7 @@ class Term:
             cleanup=self._cleanup,
             run_id=record.run_id or None,
         )
-        coordinator.start()
+        coordinator.start(due_now=resumed)
         return JobSession(
             record,
             coordinator,
