@@ -97,7 +97,8 @@ def run_command(
 def check_command(address: str, timeout: float) -> None:
     """Exit 0 when the published leader answers its /readyz with 200, else 1.
 
-    For `helm test` and scripts: asks ADDRESS who leads, then asks the leader itself.
+    For `helm test` and scripts: asks ADDRESS who leads, then asks the leader itself. Only
+    the open probe endpoints are used, so no token is needed when authentication is on.
     """
     import httpx
 
@@ -106,13 +107,14 @@ def check_command(address: str, timeout: float) -> None:
     base = normalise(address)
     try:
         with httpx.Client(timeout=timeout) as http:
-            info = http.get(f"{base}/v1/leader").raise_for_status().json()
-            leader = info.get("leader") or {}
+            leader = http.get(f"{base}/readyz").json().get("leader") or {}
             if not leader.get("address"):
                 raise click.ClickException(f"{base}: no coordinator is leader")
             ready = http.get(f"{normalise(leader['address'])}/readyz")
     except httpx.HTTPError as exc:
         raise click.ClickException(f"{exc}") from exc
+    except ValueError as exc:  # not a sparkpoint replica's JSON
+        raise click.ClickException(f"{base}/readyz: not a coordinator's reply ({exc})") from exc
     if ready.status_code != 200:
         raise click.ClickException(
             f"leader {leader['address']} is not ready: {ready.status_code} {ready.text[:200]}"

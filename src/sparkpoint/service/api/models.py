@@ -180,6 +180,14 @@ class TriggerReply(BaseModel):
     checkpoint_id: int
 
 
+class ProbeLeader(BaseModel):
+    instance_id: str | None = None
+    address: str | None = None
+
+
 class ProbeReply(BaseModel):
     status: str
     detail: str = ""
+    #: On /readyz: who leads, as this replica knows it. Open like the probe itself, so
+    #: `sparkpoint coordinator check` (helm test) needs no token.
+    leader: ProbeLeader | None = None

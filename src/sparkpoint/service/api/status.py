@@ -79,9 +79,12 @@ def healthz() -> ProbeReply:
 def readyz(request: Request) -> Response:
     """Connected to ZooKeeper and leading (recovered) or following a known leader."""
     replica: Replica = request.app.state.replica
+    known = replica.known_leader() or {}
+    leader = {k: known.get(k) for k in ("instance_id", "address")} if known else None
+    body = {"detail": replica.state(), "leader": leader}
     if replica.is_ready():
-        return JSONResponse({"status": "ready", "detail": replica.state()})
-    return JSONResponse({"status": "not ready", "detail": replica.state()}, status_code=503)
+        return JSONResponse({"status": "ready", **body})
+    return JSONResponse({"status": "not ready", **body}, status_code=503)
 
 
 @probes.get("/metrics", include_in_schema=False)
