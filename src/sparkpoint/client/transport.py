@@ -21,6 +21,9 @@ from sparkpoint.client.errors import Unavailable, error_for
 
 #: Redirects followed for one attempt (a leader that just moved may redirect once more).
 _MAX_HOPS = 3
+#: Retry pauses stay at or below the cap for the first seconds of an outage.
+_FIRST_PAUSE_CAP_S = 0.2
+_FIRST_PHASE_S = 5.0
 
 
 def normalise(address: str, scheme: str = "http") -> str:
@@ -70,7 +73,8 @@ class Transport:
         self, method: str, path: str, body: Any = None, *, idempotent: bool
     ) -> httpx.Response:
         """The final answer (2xx or an error status to surface), or Unavailable."""
-        deadline = time.monotonic() + self.retry_for_s
+        started = time.monotonic()
+        deadline = started + self.retry_for_s
         last_problem = "no coordinator address answered"
         pause = 0.05
         while True:
@@ -82,7 +86,10 @@ class Transport:
             if time.monotonic() >= deadline:
                 raise Unavailable(503, "unavailable", f"{method} {path}: {last_problem}")
             time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
-            pause = min(pause * 2, 1.0)
+            # A failover takes well under a second when the old leader's process is gone:
+            # look again often at first, then back off (an outage must not become a storm).
+            waited = time.monotonic() - started
+            pause = min(pause * 2, _FIRST_PAUSE_CAP_S if waited < _FIRST_PHASE_S else 1.0)
 
     def _attempt(
         self, method: str, base: str, path: str, body: Any, *, idempotent: bool

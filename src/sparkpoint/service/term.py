@@ -69,6 +69,9 @@ class Term:
         self.close_reason = ""
         self._sessions: dict[str, JobSession] = {}
         self._lock = threading.RLock()
+        # Rounds of tick() completed: a request can wait for the worker's next round.
+        self._rounds = 0
+        self._round_done = threading.Condition()
         self._register_lock = threading.Lock()
         self.orphans = OrphanCollector(
             self, grace_period_s=orphan_grace_s, interval_s=orphan_interval_s
@@ -110,6 +113,21 @@ class Term:
 
     def tick(self) -> None:
         """One round over every job; coordination errors propagate."""
+        try:
+            self._tick()
+        finally:
+            with self._round_done:
+                self._rounds += 1
+                self._round_done.notify_all()
+
+    def await_rounds(self, count: int, timeout_s: float) -> bool:
+        """Wait until the worker has completed ``count`` more rounds (False at the
+        timeout). Two rounds make sure one began after the caller's change."""
+        with self._round_done:
+            target = self._rounds + count
+            return self._round_done.wait_for(lambda: self._rounds >= target, timeout_s)
+
+    def _tick(self) -> None:
         for session in self.sessions():
             if not self.leadership.can_act() or self.closed:
                 return

@@ -98,7 +98,15 @@ def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str
     run's heartbeat carries none: it only learns whether it was granted the job."""
     term = _term(request)
     session = term.session(job_id)
+    was_connected = session.connected()
     role = session.heartbeat(body.run_id)
+    if role == "active" and not was_connected:
+        # The driver is heard for the first time in this term (a failover, or it is back
+        # from a gap): let the worker trigger what is due now, so that the trigger rides
+        # on this reply instead of waiting for the next heartbeat. Bounded: a slow round
+        # only delays this reply, never loses a notice (the next heartbeat carries it).
+        request.app.state.replica.wake()
+        term.await_rounds(2, timeout_s=0.2)
     return {
         "leader_epoch": term.epoch,
         "job_status": session.job_status().value,
