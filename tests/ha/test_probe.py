@@ -5,6 +5,7 @@ the leader itself stays alive — a wrong guess, which the fence makes harmless.
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 
@@ -99,3 +100,45 @@ def test_probe_sees_a_refusal_and_a_listener() -> None:
         )  # fmt: skip
         assert not leader_process_gone(view, 0.2, LOOPBACK)
     assert leader_process_gone(view, 0.2, LOOPBACK)
+
+
+def test_a_restarted_replicas_old_node_does_not_hold_the_first_place(
+    connect, elections: list[ZooKeeperLeaderElection]
+) -> None:
+    # A replica killed and restarted queues again while its old node waits for its dead
+    # session to expire (up to the session timeout). Ahead of every live follower in line,
+    # that old node must not keep them from probing the leader.
+    serving = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = serving.getsockname()[1]
+        old = ZooKeeperLeaderElection(
+            connect(), instance_id="old", address=f"http://127.0.0.1:{port}",
+            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
+        )  # fmt: skip
+        elections.append(old)
+        old.start()
+        wait_until(lambda: old.state is ContenderState.LEADER, timeout=15, message="leader")
+        # The restarted replica's previous node: first in line, its session still alive.
+        ghost = connect()
+        data = json.dumps({"instance_id": "restarted", "address": LOOPBACK}).encode()
+        ghost.client.create(f"{ghost.paths.latch}/c_ghost_", data, ephemeral=True, sequence=True)
+        follower = ZooKeeperLeaderElection(
+            connect(), instance_id="follower", address=LOOPBACK,
+            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
+        )  # fmt: skip
+        restarted = ZooKeeperLeaderElection(
+            connect(), instance_id="restarted", address=LOOPBACK,
+            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
+        )  # fmt: skip
+        elections.extend([follower, restarted])
+        follower.start()
+        restarted.start()
+        observer = connect()
+        start = _renewals(observer)
+        wait_until(lambda: _renewals(observer) >= start + 3, timeout=30, message="renewals")
+    finally:
+        serving.close()  # the leader's process is gone
+    wait_until(
+        lambda: follower.state is ContenderState.LEADER, timeout=20,
+        message="the first live follower in line takes over by the probe",
+    )  # fmt: skip

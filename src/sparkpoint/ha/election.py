@@ -252,13 +252,20 @@ class ZooKeeperLeaderElection:
         assert node is not None
         if self._lease is not None and view is not None:
             owners = [self._latch.owner(c) for c in children]
-            candidates = [c for c, o in zip(children, owners, strict=True) if o != view.leader_id]
+            # One place in line per instance, its newest node: a replica restarted after a
+            # kill has queued again while its old node waits for its dead session to
+            # expire, and that node must not take the first place from a live follower.
+            newest = {o: c for c, o in zip(children, owners, strict=True)}
+            candidates = [
+                c for c, o in zip(children, owners, strict=True)
+                if o != view.leader_id and newest.get(o) == c
+            ]  # fmt: skip
             holder_queued = view.holder is not None and view.holder in owners
             rank = candidates.index(node) if node in candidates else -1
-            # The first in line looks whether a live lease's holder still has a process.
+            # Followers in line look whether a live lease's holder still has a process.
             gone = (
                 self.probe_leader
-                and rank == 0
+                and rank >= 0
                 and view.live
                 and leader_process_gone(view, min(0.2, self.renew_interval_s), self.address)
             )

@@ -102,13 +102,16 @@ class LeaseWatch:
         when the holder is gone (or there never was one) does "no leader" go at once —
         after a moment, since a winner publishes its info one round trip after its bump.
 
-        ``leader_gone``: the first in line found the leader's process gone, so it need not
-        wait out the lease. A wrong guess is harmless to ZooKeeper state (the takeover is
+        ``leader_gone``: this follower found the leader's process gone, so it need not
+        wait out the lease: the first in line goes at once, each one behind after another
+        renewal interval of the leader's silence (the first may be a node whose own
+        process is gone too). A wrong guess is harmless to ZooKeeper state (the takeover is
         fenced and checks the lease it judged: a leader that renews meanwhile keeps its
         epoch); docs/ha.md says what may overlap.
         """
         if leader_gone and view.leader_id is not None:
-            return rank == 0  # its process is gone (see leader_process_gone): go at once
+            # Its process is gone (see leader_process_gone): no need to wait for the lease.
+            return rank == 0 or view.silent_for >= rank * self.renew_interval_s
         if view.live:
             return False
         full = view.leader_id is not None or holder_queued
