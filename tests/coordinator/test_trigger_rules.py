@@ -107,3 +107,23 @@ def test_a_resumed_job_is_due_at_once_a_new_one_after_an_interval(tmp_path: Path
     resumed.clock.advance(1000)
     assert resumed.coordinator.tick().triggered == first + 1
     assert resumed.coordinator.close(10)
+
+
+def test_a_new_run_hears_every_trigger_after_it_began_and_no_abort_of_the_old_one(
+    tmp_path: Path,
+) -> None:
+    # A registration answers with where its run's notices begin. Taken when the run
+    # began (not when the reply is written, after a ZooKeeper write): a trigger created
+    # in between belongs to the new run, which must hear of it, or it holds the only
+    # concurrency slot unheard until it times out.
+    h = make_harness(tmp_path, 1, interval_ms=1000)
+    old = h.trigger_next()
+    aborted = h.coordinator.begin_run("run-2")
+    assert aborted == [old]
+    begun = h.coordinator.run_started_seq
+    h.clock.advance(1000)
+    new = h.coordinator.tick().triggered
+    assert new is not None
+    heard = [n.to_dict() for n in h.coordinator.notifications_since(begun)]
+    assert [(n["type"], n["checkpoint_id"]) for n in heard] == [("trigger", new)]
+    assert h.coordinator.close(10)

@@ -90,6 +90,8 @@ class CheckpointCoordinator:
     ) -> None:
         self.graph = graph
         self._run_id = run_id
+        #: The outbox's sequence number when the current run began: its notices follow.
+        self._run_seq = 0
         self.options = options
         self._counter = counter
         self._clock = clock
@@ -182,7 +184,11 @@ class CheckpointCoordinator:
         cut. A checkpoint already fully acknowledged by the earlier run (finalising) is
         whole and may still complete. Returns the ids aborted."""
         now = self._now(now_ms)
-        with self._lock:
+        # The trigger lock first: a periodic trigger being created right now (its id
+        # drawn, its notice not yet queued) must be pending before the abort looks, or
+        # it would stay pending for the new run, which never hears of it, and hold the
+        # concurrency slot until it times out.
+        with self._trigger_lock, self._lock:
             previous, self._run_id = self._run_id, run_id
             if previous == run_id:
                 return []
@@ -192,7 +198,16 @@ class CheckpointCoordinator:
                 if pending.status is CheckpointStatus.IN_PROGRESS:
                     self._state.abort(pending, reason, now)
                     aborted.append(pending.checkpoint_id)
+            # Taken here, under the trigger lock: a trigger created after this moment is
+            # the new run's, and its notice comes after this number.
+            self._run_seq = self.outbox.last_seq
             return aborted
+
+    @property
+    def run_started_seq(self) -> int:
+        """The outbox's sequence number when the current run began (see begin_run)."""
+        with self._lock:
+            return self._run_seq
 
     def check_run(self, run_id: str) -> None:
         """Raise :class:`SupersededRunError` unless ``run_id`` is the current run."""

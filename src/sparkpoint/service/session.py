@@ -103,7 +103,7 @@ class JobSession:
         self._opened = time.monotonic()
         self._standby_heartbeat = None
         self.released = False
-        self._granted_after = self.last_seq()
+        self._granted_after = self.run_seq()
 
     def connected(self) -> bool:
         last = self._last_heartbeat
@@ -111,6 +111,12 @@ class JobSession:
 
     def last_seq(self) -> int:
         return self.notices.base + self.coordinator.outbox.last_seq
+
+    def run_seq(self) -> int:
+        """Where the current run's notices begin: what its registration (or grant)
+        answers, so that a trigger created while the run was being registered — after
+        the switch, before the reply — still reaches it."""
+        return self.notices.base + self.coordinator.run_started_seq
 
     def notifications(self, after_seq: int) -> list[dict[str, Any]]:
         now_ms = int(time.time() * 1000)

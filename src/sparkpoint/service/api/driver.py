@@ -86,7 +86,9 @@ def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
         job_id=session.job_id,
         leader_epoch=term.epoch,
         status=session.job_status().value,
-        notification_seq=session.last_seq(),
+        notification_seq=session.last_seq()
+        if run_id == session.standby_run_id
+        else session.run_seq(),
         run_id=run_id,
         role="standby" if run_id == session.standby_run_id else "active",
     )
