@@ -84,6 +84,8 @@ class Drivers:
         self.heartbeats = 0
         self.errors = 0
         self.stop = asyncio.Event()
+        #: Each job's driver run and where its notices begin (from its registration).
+        self.runs: dict[str, tuple[str, int]] = {}
 
     async def run(self, ready: asyncio.Event) -> None:
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
@@ -101,14 +103,18 @@ class Drivers:
                 "/v1/jobs", json={"graph": graph(job), "checkpoint_config": config}
             )
             reply.raise_for_status()
+            body = reply.json()
+            self.runs[job] = (body["run_id"], body["notification_seq"])
 
     async def _drive(self, http: httpx.AsyncClient, job: str, index: int) -> None:
-        seq = 0
+        run_id, seq = self.runs[job]
         await asyncio.sleep((index % 1000) / 1000)  # spread the heartbeats over the second
         while not self.stop.is_set():
             started = time.monotonic()
             try:
-                beat = await http.post(f"/v1/jobs/{job}/heartbeat", json={"after_seq": seq})
+                beat = await http.post(
+                    f"/v1/jobs/{job}/heartbeat", json={"after_seq": seq, "run_id": run_id}
+                )
                 beat.raise_for_status()
                 self.heartbeats += 1
                 for notice in beat.json()["notifications"]:
@@ -116,7 +122,7 @@ class Drivers:
                     if notice["type"] == "trigger":
                         ack = await http.post(
                             f"/v1/jobs/{job}/checkpoints/{notice['checkpoint_id']}/acks",
-                            json=ACK_BODY,
+                            json={**ACK_BODY, "run_id": run_id},
                         )
                         if ack.status_code == 200 and ack.json()["status"] == "completed":
                             self.completed += 1
