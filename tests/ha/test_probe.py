@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -21,9 +21,20 @@ LOOPBACK = "http://127.0.0.1:1"  # a follower's own address on the same host
 
 
 @pytest.fixture
-def elections(connect) -> Iterator[list[ZooKeeperLeaderElection]]:
+def contender(connect) -> Iterator[Callable[[str, str], ZooKeeperLeaderElection]]:
+    """Start a contender with the test's lease timing on a connection of its own."""
     started: list[ZooKeeperLeaderElection] = []
-    yield started
+
+    def start(instance_id: str, address: str) -> ZooKeeperLeaderElection:
+        election = ZooKeeperLeaderElection(
+            connect(), instance_id=instance_id, address=address,
+            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
+        )  # fmt: skip
+        started.append(election)
+        election.start()
+        return election
+
+    yield start
     for election in started:
         election.stop()
 
@@ -34,25 +45,13 @@ def _renewals(conn: ZooKeeperConnection) -> int:
     return info.renewals
 
 
-def test_follower_takes_over_at_once_when_the_leaders_address_refuses(
-    connect, elections: list[ZooKeeperLeaderElection]
-) -> None:
+def test_follower_takes_over_at_once_when_the_leaders_address_refuses(connect, contender) -> None:
     serving = socket.create_server(("127.0.0.1", 0))
     try:
         port = serving.getsockname()[1]
-        old = ZooKeeperLeaderElection(
-            connect(), instance_id="old", address=f"http://127.0.0.1:{port}",
-            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
-        )  # fmt: skip
-        elections.append(old)
-        old.start()
+        old = contender("old", f"http://127.0.0.1:{port}")
         wait_until(lambda: old.state is ContenderState.LEADER, timeout=15, message="leader")
-        new = ZooKeeperLeaderElection(
-            connect(), instance_id="new", address="http://127.0.0.1:1",
-            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
-        )  # fmt: skip
-        elections.append(new)
-        new.start()
+        new = contender("new", "http://127.0.0.1:1")
         observer = connect()
         # While the address accepts connections, the follower probes and waits.
         start = _renewals(observer)
@@ -102,37 +101,21 @@ def test_probe_sees_a_refusal_and_a_listener() -> None:
     assert leader_process_gone(view, 0.2, LOOPBACK)
 
 
-def test_a_restarted_replicas_old_node_does_not_hold_the_first_place(
-    connect, elections: list[ZooKeeperLeaderElection]
-) -> None:
+def test_a_restarted_replicas_old_node_does_not_hold_the_first_place(connect, contender) -> None:
     # A replica killed and restarted queues again while its old node waits for its dead
     # session to expire (up to the session timeout). Ahead of every live follower in line,
     # that old node must not keep them from probing the leader.
     serving = socket.create_server(("127.0.0.1", 0))
     try:
         port = serving.getsockname()[1]
-        old = ZooKeeperLeaderElection(
-            connect(), instance_id="old", address=f"http://127.0.0.1:{port}",
-            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
-        )  # fmt: skip
-        elections.append(old)
-        old.start()
+        old = contender("old", f"http://127.0.0.1:{port}")
         wait_until(lambda: old.state is ContenderState.LEADER, timeout=15, message="leader")
         # The restarted replica's previous node: first in line, its session still alive.
         ghost = connect()
         data = json.dumps({"instance_id": "restarted", "address": LOOPBACK}).encode()
         ghost.client.create(f"{ghost.paths.latch}/c_ghost_", data, ephemeral=True, sequence=True)
-        follower = ZooKeeperLeaderElection(
-            connect(), instance_id="follower", address=LOOPBACK,
-            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
-        )  # fmt: skip
-        restarted = ZooKeeperLeaderElection(
-            connect(), instance_id="restarted", address=LOOPBACK,
-            renew_interval_s=RENEW, takeover_timeout_s=TAKEOVER,
-        )  # fmt: skip
-        elections.extend([follower, restarted])
-        follower.start()
-        restarted.start()
+        follower = contender("follower", LOOPBACK)
+        contender("restarted", LOOPBACK)  # queued again after its "restart"
         observer = connect()
         start = _renewals(observer)
         wait_until(lambda: _renewals(observer) >= start + 3, timeout=30, message="renewals")

@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--interval-ms", type=int, default=1000)
     p.add_argument("--restore-from")
-    p.add_argument("--coordinator", help="host:port of coordinator replicas, comma-separated")
+    add_channel_arguments(p)
     p.add_argument(
         "--standby",
         action="store_true",
@@ -64,14 +64,20 @@ def parser() -> argparse.ArgumentParser:
         "from the latest completed checkpoint (needs --coordinator)",
     )
     p.add_argument(
-        "--notices", help="with --coordinator: append every notice received, as JSON lines"
-    )
-    p.add_argument(
         "--savepoint-after-epochs",
         type=int,
         help="stop with a savepoint (into --savepoint-dir) after this many epochs",
     )
     return p
+
+
+def add_channel_arguments(p: argparse.ArgumentParser) -> None:
+    """The options :func:`make_channel` reads besides the checkpoint settings; every
+    driver that uses it takes them from here, so none lacks one."""
+    p.add_argument("--coordinator", help="host:port of coordinator replicas, comma-separated")
+    p.add_argument(
+        "--notices", help="with --coordinator: append every notice received, as JSON lines"
+    )
 
 
 def notice_log(path: Path) -> Callable[[Notification], None]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
 from sparkpoint.pipeline.examples.orders import orders_pipeline
-from sparkpoint.pipeline.examples.run_clicks import make_channel
+from sparkpoint.pipeline.examples.run_clicks import add_channel_arguments, make_channel
 from sparkpoint.pipeline.session import spark_session
 from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
 
@@ -40,10 +40,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--prefetch", type=int, default=5000)
     p.add_argument("--interval-ms", type=int, default=1000)
     p.add_argument("--restore-from")
-    p.add_argument("--coordinator", help="host:port of coordinator replicas, comma-separated")
-    p.add_argument(
-        "--notices", help="with --coordinator: append every notice received, as JSON lines"
-    )
+    add_channel_arguments(p)
     return p
 
 
