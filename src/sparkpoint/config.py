@@ -405,11 +405,17 @@ class ServiceSettings:
         "driver.takeover-timeout", parse_duration, 3.0,
         "A job's driver run silent this long is ended; its standby driver is granted the run.",
     )  # fmt: skip
+    driver_probe_after_s: float = _key(
+        "driver.probe-after", parse_duration, 0.3,
+        "A driver run with a standby, silent this long, is probed at its registered address: "
+        "a refused connection (its process is gone) grants the standby at once. 0: off.",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _check_range(self, "heartbeat_timeout_s", 0.1, 3600.0)
         _check_range(self, "tick_interval_s", 0.001, 10.0)
         _check_range(self, "driver_takeover_timeout_s", 0.1, 3600.0)
+        _check_range(self, "driver_probe_after_s", 0.0, 3600.0)
 
 
 @dataclass(frozen=True, slots=True)

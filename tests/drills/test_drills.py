@@ -16,11 +16,11 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def drill(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], Path]:
+def drill(tmp_path: Path, *args: str, timeout: float = 280) -> tuple[int, dict[str, Any], Path]:
     report_dir = tmp_path / "report"
     command = [sys.executable, "-m", "sparkpoint", "drill", *args, "--local",
                "--dir", str(tmp_path / "work"), "--report", str(report_dir), "--json"]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=280, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     assert done.stdout, done.stderr[-3000:]
     return done.returncode, json.loads(done.stdout), report_dir
 
@@ -51,6 +51,24 @@ def test_kill_leader_with_the_demo_pipeline(tmp_path: Path) -> None:
     assert figures["median_over_session_timeout"] == pytest.approx(
         figures["median"] / report["config"]["session_timeout_s"], abs=1e-3
     )
+    assert_written(report_dir, report)
+
+
+@pytest.mark.timeout(900)  # three Spark drivers start: the active, the standby, the replay
+def test_kill_driver_the_warm_standby_takes_over(tmp_path: Path) -> None:
+    code, report, report_dir = drill(tmp_path, "kill-driver", "--iterations", "1", timeout=800)
+    assert code == 0, report["violations"]
+    [it] = report["iterations"]
+    assert it["action"].startswith("SIGKILL driver pid")
+    assert it["notes"]["new_run"] != it["notes"]["old_run"]
+    assert it["notes"]["restored_from"] >= 1
+    assert set(it["phases"]) == {"detection", "restore", "first_checkpoint"}
+    assert it["time_to_checkpoint_s"] == pytest.approx(sum(it["phases"].values()), abs=0.1)
+    overall = {i["name"]: i for i in report["overall"]}
+    for name in ("exactly_once_output", "one_driver_run_completes_at_a_time",
+                 "each_checkpoint_completed_once"):  # fmt: skip
+        assert overall[name]["ok"], overall[name]
+    assert report["config"]["driver_takeover_timeout_s"] == 3.0  # the product's default
     assert_written(report_dir, report)
 
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparkpoint.ops.drills import (
+    CompletionNotice,
     DrillReport,
     Invariant,
     IterationResult,
@@ -16,6 +17,7 @@ from sparkpoint.ops.drills import (
     check_exactly_once,
     check_ids_rising,
     check_retained_kept,
+    check_runs_take_turns,
     check_single_leader,
 )
 
@@ -109,3 +111,20 @@ def test_report_with_a_violation_is_not_ok_and_still_renders(tmp_path: Path) -> 
     paths = report.write(tmp_path / "r")
     assert paths["plot"].stat().st_size > 0
     assert "VIOLATED" in paths["summary"].read_text()
+
+
+def _heard(*runs: tuple[str, list[int]]) -> list[CompletionNotice]:
+    return [CompletionNotice(cid, f"chk-{cid}", run) for run, ids in runs for cid in ids]
+
+
+def test_driver_runs_completing_in_turns_hold() -> None:
+    verdict = check_runs_take_turns(_heard(("run a", [1, 2, 3]), ("run b", [5, 6]), ("c", [9])))
+    assert verdict.ok, verdict.detail
+    assert "3 driver runs" in verdict.detail
+
+
+def test_two_driver_runs_completing_at_once_are_reported() -> None:
+    # A zombie driver still completing checkpoints after its standby took over.
+    verdict = check_runs_take_turns(_heard(("old", [1, 2, 7]), ("new", [5, 6, 8])))
+    assert not verdict.ok
+    assert "new completed 5..8 while old completed 1..7" in verdict.detail

@@ -50,3 +50,27 @@ def test_demo_refuses_half_a_connector_pair(tmp_path: Path, options: list[str]) 
     assert result.returncode == 2, result.stderr
     assert "--source rabbitmq --sink postgres" in result.stderr
     assert not any(tmp_path.iterdir()), "a refused demo starts nothing"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_demo_standby_driver_takes_over_a_killed_driver(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "sparkpoint", "demo", "--json", "--dir", str(tmp_path)]
+    command += ["--standby-driver", "--kill-driver-every", "15", "--duration", "75"]
+    command += ["--checkpoint-interval", "1", "--parallelism", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=500, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    kinds = [e["event"] for e in events]
+    assert "pipeline-exited" not in kinds, (tmp_path / "logs" / "pipeline.log").read_text()[-3000:]
+    killed = kinds.index("driver-killed")
+    takeover = kinds.index("driver-takeover")
+    assert killed < takeover
+    assert events[takeover]["pid"] != events[killed]["pid"]
+    checkpoints = [e["checkpoint_id"] for e in events if e["event"] == "checkpoint"]
+    assert checkpoints == sorted(set(checkpoints)), "checkpoint ids must rise, never repeat"
+    restored = events[takeover]["restored_from"]
+    after = [e["checkpoint_id"] for e in events[takeover:] if e["event"] == "checkpoint"]
+    assert restored is not None and after and after[-1] > restored, events
+    summary = events[-1]
+    assert summary["event"] == "summary" and summary["driver_takeovers"]

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from sparkpoint.checkpoint import OperatorSubtaskState
-from sparkpoint.client import Conflict, CoordinatorClient, Superseded
+from sparkpoint.client import ClientError, Conflict, CoordinatorClient, Superseded
 from sparkpoint.ops.zookeeper import LocalZooKeeper
+from sparkpoint.pipeline.liveness import LivenessListener
 from tests.coordinator.support import keyed_state
 from tests.support.waiting import wait_until
 
@@ -118,5 +119,61 @@ def test_a_released_job_goes_to_the_standby_at_once(
             with pytest.raises(Superseded) as refused:
                 active.heartbeat(JOB, 0)
             assert active_run in refused.value.message and standby_run in refused.value.message
+    finally:
+        service.stop()
+
+
+def test_a_standby_is_granted_at_once_when_the_active_drivers_process_is_gone(
+    tmp_path: Path, zk_server: LocalZooKeeper, cluster_id: str, observer
+) -> None:
+    # A takeover timeout far beyond the test: only the liveness probe can move the job.
+    service = _service(
+        tmp_path,
+        zk_server.connect_string,
+        cluster_id,
+        **{"driver.takeover-timeout": "1 h", "driver.probe-after": "0.2 s"},
+    )
+    graph = make_graph(JOB)
+    process = LivenessListener("127.0.0.1")  # the active driver's process, as the probe sees it
+    try:
+        with (
+            CoordinatorClient(service.address, retry_for_s=10) as active,
+            CoordinatorClient(service.address, retry_for_s=10) as standby,
+        ):
+            active_run = active.register_job(graph, CONFIG, probe_address=process.address)["run_id"]
+            standby_run = standby.register_job(graph, CONFIG, standby=True)["run_id"]
+            record = json.loads(observer.client.get(observer.paths.job(JOB))[0])
+            assert record["run_address"] == process.address
+
+            # Silent but listening (a frozen or busy driver): probed, found alive, kept.
+            wait_until(
+                lambda: not _granted(standby) and process.accepted >= 3,
+                timeout=30,
+                message="the silent active run is probed",
+            )
+            assert active.heartbeat(JOB, 0).role == "active"
+
+            process.close()  # the process is gone: its port refuses
+            wait_until(lambda: _granted(standby), timeout=30, message="the standby is granted")
+            with pytest.raises(Superseded) as refused:
+                active.heartbeat(JOB, 0)
+            assert active_run in refused.value.message and standby_run in refused.value.message
+            record = json.loads(observer.client.get(observer.paths.job(JOB))[0])
+            assert (record["run_id"], record["standby_run_id"]) == (standby_run, "")
+    finally:
+        process.close()
+        service.stop()
+
+
+def test_a_malformed_probe_address_is_refused_and_registers_nothing(
+    tmp_path: Path, zk_server: LocalZooKeeper, cluster_id: str, observer
+) -> None:
+    service = _service(tmp_path, zk_server.connect_string, cluster_id)
+    try:
+        with CoordinatorClient(service.address, retry_for_s=10) as client:
+            with pytest.raises(ClientError) as refused:
+                client.register_job(make_graph(JOB), CONFIG, probe_address="no port here")
+            assert "probe_address" in str(refused.value)
+        assert observer.client.exists(observer.paths.job(JOB)) is None
     finally:
         service.stop()

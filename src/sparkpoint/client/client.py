@@ -100,14 +100,18 @@ class CoordinatorClient:
         *,
         replace: bool = False,
         standby: bool = False,
+        probe_address: str = "",
     ) -> dict[str, Any]:
         """Start a driver run (``standby``: a warm standby run; the reply's ``role`` says
-        which it became)."""
+        which it became). ``probe_address``: ``host:port`` where this process accepts
+        liveness probes."""
         body = {"graph": graph.to_dict(), "checkpoint_config": dict(checkpoint_config)}
         if replace:
             body["replace"] = True
         if standby:
             body["standby"] = True
+        if probe_address:
+            body["probe_address"] = probe_address
         result: dict[str, Any] = self._call("POST", "/v1/jobs", body, idempotent=True)
         self._runs[graph.job_id] = str(result["run_id"])
         return result

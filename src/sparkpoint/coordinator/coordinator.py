@@ -177,12 +177,17 @@ class CheckpointCoordinator:
         with self._lock:
             return self._run_id
 
-    def begin_run(self, run_id: str, now_ms: int | None = None) -> list[int]:
+    def begin_run(
+        self, run_id: str, now_ms: int | None = None, *, due_now: bool = False
+    ) -> list[int]:
         """Make ``run_id`` the current driver run. Every checkpoint still collecting
         acknowledgements for an earlier run is aborted (not counted as a failure): what
         that run acknowledged and what the new one would snapshot are not one consistent
         cut. A checkpoint already fully acknowledged by the earlier run (finalising) is
-        whole and may still complete. Returns the ids aborted."""
+        whole and may still complete. Returns the ids aborted.
+
+        ``due_now``: the next periodic checkpoint is due at once (a standby taking over:
+        its sink's output stays invisible until its first checkpoint completes)."""
         now = self._now(now_ms)
         # The trigger lock first: a periodic trigger being created right now (its id
         # drawn, its notice not yet queued) must be pending before the abort looks, or
@@ -201,6 +206,8 @@ class CheckpointCoordinator:
             # Taken here, under the trigger lock: a trigger created after this moment is
             # the new run's, and its notice comes after this number.
             self._run_seq = self.outbox.last_seq
+            if due_now and self._state.next_due_ms is not None:
+                self._state.next_due_ms = min(self._state.next_due_ms, now)
             return aborted
 
     @property

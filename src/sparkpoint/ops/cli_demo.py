@@ -38,12 +38,52 @@ def _view(demo: Demo) -> Group:
     return Group(pipeline, coordinators)
 
 
+def _log_event(console: Console, event: dict[str, Any]) -> None:
+    kind = event["event"]
+    if kind == "leader":
+        extra = f" after {event['handover_s']} s" if "handover_s" in event else ""
+        console.log(f"[bold green]{event['leader']}[/] leads with epoch {event['epoch']}{extra}")
+    elif kind == "killed":
+        console.log(f"[bold red]{event['signal']}[/] sent to {event['coordinator']}")
+    elif kind == "checkpoint":
+        console.log(f"checkpoint {event['checkpoint_id']} completed (epoch {event['epoch']})")
+    elif kind == "zookeeper":
+        console.log(
+            f"ZooKeeper serving at {event['connect_string']}; REST authentication is "
+            "off for this local demo (docs/security.md)"
+        )
+    elif kind == "pipeline":
+        console.log(f"pipeline started (pid {event['pid']}); Spark takes a few seconds")
+    elif kind == "standby":
+        console.log(f"standby driver started (pid {event['pid']}); it waits, warm")
+    elif kind == "driver-killed":
+        console.log(f"[bold red]SIGKILL[/] sent to the active driver (pid {event['pid']})")
+    elif kind == "driver-takeover":
+        console.log(
+            f"[bold green]standby driver (pid {event['pid']})[/] took over in "
+            f"{event['takeover_s']} s, restored checkpoint {event['restored_from']}"
+        )
+    elif kind in ("connectors", "draining"):
+        console.log(_connector_event(event))
+    elif kind == "pipeline-exited":
+        console.log(f"[bold red]the pipeline exited with {event['code']}[/]; see the logs")
+
+
 @click.command("demo")
 @click.option("--kill-leader-every", type=click.FloatRange(min=2.0), metavar="SECONDS",
               help="Kill the leading coordinator every SECONDS to show failover.")  # fmt: skip
 @click.option("--signal", "signal_name", type=click.Choice(["KILL", "TERM", "STOP"]),
               default="KILL", show_default=True,
               help="How the leader is killed (STOP pauses it past the takeover).")  # fmt: skip
+@click.option(
+    "--standby-driver",
+    is_flag=True,
+    help="Run a warm standby driver beside the pipeline's driver: if the driver "
+    "dies, the standby takes the job over in seconds (a new one follows).",
+)
+@click.option("--kill-driver-every", type=click.FloatRange(min=5.0), metavar="SECONDS",
+              help="With --standby-driver: kill -9 the active driver every SECONDS (once "
+                   "the standby waits, warm) to show the takeover.")  # fmt: skip
 @click.option("--checkpoint-interval", type=click.FloatRange(min=0.5), default=3.0,
               show_default=True, help="Seconds between checkpoints.")  # fmt: skip
 @click.option("--parallelism", type=click.IntRange(1, 64), default=4, show_default=True,
@@ -71,6 +111,8 @@ def _view(demo: Demo) -> Group:
 def demo(
     kill_leader_every: float | None,
     signal_name: str,
+    standby_driver: bool,
+    kill_driver_every: float | None,
     checkpoint_interval: float,
     parallelism: int,
     session_timeout: float,
@@ -91,34 +133,19 @@ def demo(
     checkpoints are.
     """
     _check_connectors(source, sink)
+    if kill_driver_every is not None and not standby_driver:
+        raise click.UsageError(
+            "--kill-driver-every needs --standby-driver (else nothing takes "
+            "over: see `drill chaos` for a driver restarted cold)"
+        )
     directory = (directory or Path(tempfile.mkdtemp(prefix="sparkpoint-demo-"))).resolve()
     console = Console()
 
     def emit(event: dict[str, Any]) -> None:
         if as_json:
             click.echo(json.dumps(event), nl=True)
-            return
-        kind = event["event"]
-        if kind == "leader":
-            extra = f" after {event['handover_s']} s" if "handover_s" in event else ""
-            console.log(
-                f"[bold green]{event['leader']}[/] leads with epoch {event['epoch']}{extra}"
-            )
-        elif kind == "killed":
-            console.log(f"[bold red]{event['signal']}[/] sent to {event['coordinator']}")
-        elif kind == "checkpoint":
-            console.log(f"checkpoint {event['checkpoint_id']} completed (epoch {event['epoch']})")
-        elif kind == "zookeeper":
-            console.log(
-                f"ZooKeeper serving at {event['connect_string']}; REST authentication is "
-                "off for this local demo (docs/security.md)"
-            )
-        elif kind == "pipeline":
-            console.log(f"pipeline started (pid {event['pid']}); Spark takes a few seconds")
-        elif kind in ("connectors", "draining"):
-            console.log(_connector_event(event))
-        elif kind == "pipeline-exited":
-            console.log(f"[bold red]the pipeline exited with {event['code']}[/]; see the logs")
+        else:
+            _log_event(console, event)
 
     options = DemoOptions(
         directory=directory,
@@ -128,6 +155,8 @@ def demo(
         parallelism=parallelism,
         kill_leader_every_s=kill_leader_every,
         kill_signal=signal.Signals[f"SIG{signal_name}"],
+        standby_driver=standby_driver,
+        kill_driver_every_s=kill_driver_every,
         duration_s=duration,
         source=source,
         sink=sink,
@@ -154,9 +183,12 @@ def demo(
             raise SystemExit(1)
         return
     console.print(_view(runner))
+    takeovers = summary.get("driver_takeovers")
+    driver_part = f", {len(takeovers)} driver takeovers" if takeovers is not None else ""
     console.print(
         f"{summary['epochs']} epochs, {summary['records']:,} records, last checkpoint "
-        f"{summary['last_completed_checkpoint']}, {len(summary['failovers'])} failovers.\n"
+        f"{summary['last_completed_checkpoint']}, {len(summary['failovers'])} failovers"
+        f"{driver_part}.\n"
         f"output (committed files part-*): {summary['output']}\n"
         f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}"
     )

@@ -1,7 +1,7 @@
-"""`sparkpoint drill kill-leader | pause-leader | zookeeper-loss | chaos`: thin commands
-over ``sparkpoint.ops.drills``. Exit status 0 when every invariant held, 1 when any was
-violated, 2 when the drill could not run (bad arguments, no Java, ZooKeeper or the
-cluster did not start, the cluster never became steady)."""
+"""`sparkpoint drill kill-leader | kill-driver | pause-leader | zookeeper-loss | chaos`:
+thin commands over ``sparkpoint.ops.drills``. Exit status 0 when every invariant held, 1
+when any was violated, 2 when the drill could not run (bad arguments, no Java, ZooKeeper
+or the cluster did not start, the cluster never became steady)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from sparkpoint.ha import HAError
 from sparkpoint.ops.cli_common import zookeeper_options
 from sparkpoint.ops.drills.chaos import FAULTS, ChaosOptions, run_chaos
 from sparkpoint.ops.drills.cluster import DrillError
+from sparkpoint.ops.drills.kill_driver import KillDriverOptions, run_kill_driver
 from sparkpoint.ops.drills.kill_leader import KillLeaderOptions, run_kill_leader
 from sparkpoint.ops.drills.pause_leader import run_pause_leader
 from sparkpoint.ops.drills.replicas import ReplicaSettings
@@ -179,6 +180,51 @@ def kill_leader(iterations: int, signal_name: str, interval: float, **opts: Any)
     """
     options = KillLeaderOptions(iterations=iterations, signal=signal_name, interval_s=interval)
     _execute(opts, lambda t, o, c, p: run_kill_leader(t, o, options, c, p))
+
+
+@drill_group.command("kill-driver")
+@click.option("--iterations", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.0),
+    default=2.0,
+    show_default=True,
+    help="Seconds between iterations, once a standby waits again.",
+)
+@click.option(
+    "--driver-takeover-timeout",
+    type=click.FloatRange(0.1, 3600.0),
+    default=_DEFAULTS.driver_takeover_timeout_s,
+    show_default=True,
+    help="The replicas' driver takeover timeout (s; the product default): a "
+    "silent driver whose process still answers probes waits this long.",
+)
+@click.option(
+    "--cold",
+    is_flag=True,
+    help="No standby: start the killed driver again at once, as a supervisor would "
+    "(the figure the standby is measured against).",
+)
+@target_options
+def kill_driver(
+    iterations: int, interval: float, driver_takeover_timeout: float, cold: bool, **opts: Any
+) -> None:
+    """Kill -9 the pipeline's active driver ITERATIONS times while a warm standby waits (--local).
+
+    Measures, from each kill, the time until the leader grants the standby the job, until
+    the standby has restored the latest checkpoint, and until it completes a checkpoint
+    of its own; checks at most one acting leader, ids strictly rising, no retained
+    checkpoint lost, driver runs completing checkpoints in turns, and the exactly-once
+    output. A new standby is started before each iteration. With --cold there is none:
+    the killed driver is started again at once, JVM and SparkSession first.
+    """  # fmt: skip
+    if not opts["local"]:
+        raise click.UsageError("kill-driver starts the pipeline's drivers: it runs with --local")
+    if opts["workload"] != "pipeline":
+        raise click.UsageError("kill-driver kills the pipeline's driver: --workload pipeline")
+    options = KillDriverOptions(iterations=iterations, interval_s=interval, cold=cold)
+    _execute(opts, lambda t, o, c, p: run_kill_driver(t, o, options, c, p),
+             driver_takeover_timeout_s=driver_takeover_timeout)  # fmt: skip
 
 
 @drill_group.command("pause-leader")

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_leader
 from sparkpoint.ops.demo_connectors import QueueDemo
@@ -42,6 +44,10 @@ class DemoOptions:
     records_per_epoch: int = 2000
     kill_leader_every_s: float | None = None
     kill_signal: int = signal.SIGKILL
+    #: A warm standby driver beside the active one; a new one follows every takeover.
+    standby_driver: bool = False
+    #: Kill -9 the active driver (with its JVM) every so often (needs ``standby_driver``).
+    kill_driver_every_s: float | None = None
     duration_s: float | None = None
     source: str = "generator"  # or "rabbitmq" (with sink "postgres")
     sink: str = "files"
@@ -81,11 +87,18 @@ class Demo:
     zk: LocalZooKeeper | None = None
     replicas: list[Replica] = field(default_factory=list)
     pipeline: subprocess.Popen[bytes] | None = None
+    standby: subprocess.Popen[bytes] | None = None
     observer: ZooKeeperConnection | None = None
     progress: Progress = field(default_factory=Progress)
     leader: tuple[str, int] | None = None
     failovers: list[dict[str, Any]] = field(default_factory=list)
+    driver_takeovers: list[dict[str, Any]] = field(default_factory=list)
     queue: QueueDemo | None = None
+    _driver_killed_at: float | None = None
+    _next_driver_kill: float = float("inf")
+    _active_started: bool = False
+    #: The checkpoint the last takeover restored (a new standby waits for a newer one).
+    _taken_over_from: int | None = None
     _progress_offset: int = 0
     _rate: list[tuple[float, int]] = field(default_factory=list)
 
@@ -137,19 +150,12 @@ class Demo:
             self.queue.start_publisher()
         started = time.monotonic()
         next_kill = started + (opts.kill_leader_every_s or float("inf"))
+        self._next_driver_kill = started + (opts.kill_driver_every_s or float("inf"))
         killed_at: float | None = None
         while opts.duration_s is None or time.monotonic() - started < opts.duration_s:
             self._read_progress()
-            current = self._current_leader()
-            if current and current != self.leader:
-                event: dict[str, Any] = {"event": "leader", "leader": current[0],
-                                         "epoch": current[1]}  # fmt: skip
-                if killed_at is not None:
-                    event["handover_s"] = round(time.monotonic() - killed_at, 2)
-                    self.failovers.append(event)
-                    killed_at = None
-                self.emit(event)
-                self.leader = current
+            self._tend_standby()
+            current, killed_at = self._watch_leader(killed_at)
             if current and time.monotonic() >= next_kill:
                 killed_at = time.monotonic()
                 self._kill(current[0])
@@ -164,6 +170,38 @@ class Demo:
                 render(self)
             time.sleep(0.25)
         self._read_progress()
+
+    def _watch_leader(self, killed_at: float | None) -> tuple[tuple[str, int] | None, float | None]:
+        """Emit a leader change (with the handover time after a kill). Returns the
+        current leader, and the kill time while its handover is still awaited."""
+        current = self._current_leader()
+        if current and current != self.leader:
+            event: dict[str, Any] = {"event": "leader", "leader": current[0],
+                                     "epoch": current[1]}  # fmt: skip
+            if killed_at is not None:
+                event["handover_s"] = round(time.monotonic() - killed_at, 2)
+                self.failovers.append(event)
+                killed_at = None
+            self.emit(event)
+            self.leader = current
+        return current, killed_at
+
+    def _tend_standby(self) -> None:
+        """Keep a standby driver waiting; kill the active one on schedule once it does."""
+        opts = self.options
+        if not opts.standby_driver or self._driver_killed_at is not None:
+            return
+        if not self._active_started:
+            return  # registered before the active run, a standby would become the active one
+        if self._taken_over_from is not None and (self.progress.last_completed or 0) <= (
+            self._taken_over_from
+        ):
+            return  # a starting JVM would slow the new driver's first checkpoint
+        if self.standby is None or self.standby.poll() is not None:
+            self._start_pipeline(standby=True)
+        elif time.monotonic() >= self._next_driver_kill and self.standby_ready():
+            self._kill_driver()
+            self._next_driver_kill = time.monotonic() + (opts.kill_driver_every_s or 0)
 
     def _start_replica(self, replica: Replica) -> None:
         assert self.zk is not None
@@ -192,7 +230,7 @@ class Demo:
                 command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
 
-    def _start_pipeline(self) -> None:
+    def _start_pipeline(self, *, standby: bool = False) -> None:
         opts = self.options
         common = [
             "--checkpoint-dir", str(self.checkpoint_dir),
@@ -211,11 +249,38 @@ class Demo:
                 "--records-per-epoch", str(opts.records_per_epoch),
                 "--records-per-split", "0",  # endless: runs until stopped
             ]  # fmt: skip
+        if standby:
+            command.append("--standby")
         with open(self.logs / "pipeline.log", "ab") as log:
-            self.pipeline = subprocess.Popen(
+            proc = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self.emit({"event": "pipeline", "pid": self.pipeline.pid, "job": JOB})
+        if standby:
+            self.standby = proc
+        else:
+            self.pipeline = proc
+        self.emit({"event": "standby" if standby else "pipeline", "pid": proc.pid, "job": JOB})
+
+    def standby_ready(self) -> bool:
+        """The leader has the standby heartbeating: a takeover would find it warm."""
+        for replica in self.replicas:
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                jobs = httpx.get(f"http://{replica.address}/v1/jobs", timeout=1.0).json()
+                if any(j.get("standby_ready") for j in jobs.get("jobs", [])):
+                    return True
+        return False
+
+    def _kill_driver(self) -> None:
+        """SIGKILL the active driver's process group (Python and its JVM), as a crash
+        would; the standby becomes the driver the demo watches."""
+        assert self.pipeline is not None and self.standby is not None
+        victim = self.pipeline.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(victim, signal.SIGKILL)
+        self.pipeline.wait(30)
+        self._driver_killed_at = time.monotonic()
+        self.pipeline, self.standby = self.standby, None
+        self.emit({"event": "driver-killed", "pid": victim})
 
     def _current_leader(self) -> tuple[str, int] | None:
         if self.observer is None:
@@ -260,6 +325,21 @@ class Demo:
                 self._apply(json.loads(line))
 
     def _apply(self, line: dict[str, Any]) -> None:
+        if self.pipeline is not None and line.get("pid") not in (None, self.pipeline.pid):
+            return  # a standby waiting, or a driver already replaced
+        if line.get("event") == "standby":
+            return
+        if line.get("event") == "started":
+            self._active_started = True
+        if self._driver_killed_at is not None and line.get("event") == "started":
+            took = round(time.monotonic() - self._driver_killed_at, 2)
+            event = {"event": "driver-takeover", "pid": line.get("pid"), "takeover_s": took,
+                     "restored_from": line.get("restored_from")}  # fmt: skip
+            self.driver_takeovers.append(event)
+            self.emit(event)
+            self._driver_killed_at = None
+            self._taken_over_from = int(line.get("restored_from") or 0)
+            self._rate = []  # the new driver counts its records from 0
         p = self.progress
         previous = p.last_completed
         p.epoch = int(line.get("epoch") or p.epoch)
@@ -280,6 +360,11 @@ class Demo:
     # --- stop -------------------------------------------------------------------------
 
     def stop(self) -> None:
+        if self.standby is not None and self.standby.poll() is None:
+            # The standby first: the active driver's clean stop releases the job to it.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.standby.pid, signal.SIGKILL)
+            self.standby.wait(30)
         if self.queue is not None:
             self._drain()
         if self.pipeline is not None and self.pipeline.poll() is None:
@@ -332,6 +417,7 @@ class Demo:
             "records": self.progress.records,
             "last_completed_checkpoint": self.progress.last_completed,
             "failovers": self.failovers,
+            **({"driver_takeovers": self.driver_takeovers} if self.options.standby_driver else {}),
             "committed_files": len(committed),
             "output": str(self.output_dir),
             "checkpoints": str(self.checkpoint_dir),

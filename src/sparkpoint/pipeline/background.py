@@ -44,8 +44,8 @@ class BackgroundChannel:
     def register(self, graph: JobGraph, *, standby: bool = False) -> str:
         return self.inner.register(graph, standby=standby)
 
-    def wait_for_grant(self) -> None:
-        self.inner.wait_for_grant()
+    def wait_for_grant(self) -> list[ChannelNotice]:
+        return self.inner.wait_for_grant()
 
     def release(self) -> None:
         self.inner.release()

@@ -77,9 +77,10 @@ class CheckpointChannel(Protocol):
         when the job has no active run)."""
         ...
 
-    def wait_for_grant(self) -> None:
+    def wait_for_grant(self) -> list[ChannelNotice]:
         """A standby run: heartbeat until the coordinator grants it the job (the active
-        run went silent or released it). Returns at once for an active run; raises
+        run went silent or released it), and return the notices that came with the grant
+        (the first trigger rides on it). Returns at once for an active run; raises
         :class:`RunSuperseded` when another standby replaced this one."""
 
     def release(self) -> None:

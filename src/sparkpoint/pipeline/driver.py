@@ -32,6 +32,7 @@ from sparkpoint.checkpoint import (
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.channel import (
     Ack,
+    ChannelNotice,
     CheckpointAborted,
     CheckpointChannel,
     CheckpointCompleted,
@@ -142,6 +143,7 @@ class PipelineDriver:
         self._sink = pipeline.sink_op
         assert self._source is not None and self._sink is not None
         self._triggers: list[TriggerCheckpoint] = []
+        self._granted_notices: list[ChannelNotice] = []
         self._function_notices: list[tuple[str, int]] = []
         self._stop_savepoint: int | None = None
         self._stopped = False
@@ -156,7 +158,8 @@ class PipelineDriver:
         if self._standby:
             self._warm_up()
             log.info("job %s: standby run %s waiting", self.graph.job_id, self.status.run_id)
-            self.channel.wait_for_grant()
+            # Acted on at the first poll, once restored (a completion commits the sink).
+            self._granted_notices = self.channel.wait_for_grant()
         self._sink.bind(self.graph.job_id, self.pipeline.sink_uid)
         restored = self.channel.restore(self.graph, self._restore_from)
         if restored is None:
@@ -234,6 +237,7 @@ class PipelineDriver:
         except RunSuperseded as exc:
             self._supersede(exc)
             return
+        notices, self._granted_notices = self._granted_notices + notices, []
         for notice in notices:
             if isinstance(notice, TriggerCheckpoint):
                 self._triggers.append(notice)
@@ -332,6 +336,10 @@ class PipelineDriver:
         self.status.records += sum(n for _, n in written)
         self._keep(result)
         self._keep(self.state)
+        if trigger is None:
+            trigger = self._trigger_arrived_meanwhile()
+            if trigger is not None:
+                self._apply_snapshot_hook(trigger, epoch)
         if trigger is not None:
             self._checkpoint(trigger)
         # Keep the state just made and what it is computed from until the next job.
@@ -340,6 +348,32 @@ class PipelineDriver:
             self._on_epoch(self.status)
 
     # -- checkpoints ------------------------------------------------------------------
+
+    def _trigger_arrived_meanwhile(self) -> TriggerCheckpoint | None:
+        """A trigger that reached the driver while this epoch ran. Taken now, its cut is
+        the end of this epoch: as consistent as the end of the next one, and an epoch
+        sooner (after a failover, the output waits that much less to become visible)."""
+        self.poll()
+        if self._stopped or self._stop_savepoint is not None or not self._triggers:
+            return None
+        return self._triggers.pop(0)
+
+    def _apply_snapshot_hook(self, trigger: TriggerCheckpoint, epoch: int) -> None:
+        """The function's ``snapshot_state`` for a checkpoint taken after its epoch ran:
+        one pass over each subtask's state, as an epoch without records would make it
+        (narrow: the state keeps its partitioning, nothing is shuffled)."""
+        from pyspark import StorageLevel
+
+        assert self.state is not None and self.pipeline.function is not None
+        task = EpochTask(self.pipeline.function, epoch, self._p, (), trigger.checkpoint_id)
+        hooked = self.state.mapValues(tag_state).mapPartitionsWithIndex(
+            task, preservesPartitioning=True
+        )
+        self.state = self._keep(
+            hooked.mapPartitions(only_state, preservesPartitioning=True).persist(
+                StorageLevel.MEMORY_AND_DISK
+            )
+        )
 
     def _location(self, trigger: TriggerCheckpoint) -> CheckpointLocation:
         savepoint = trigger.kind is CheckpointKind.SAVEPOINT

@@ -120,8 +120,9 @@ class EmbeddedChannel:
             self._seq = self.coordinator.outbox.last_seq
         return self.run_id
 
-    def wait_for_grant(self) -> None:
+    def wait_for_grant(self) -> list[ChannelNotice]:
         """Embedded runs are never standbys."""
+        return []
 
     def release(self) -> None:
         """Nothing to hand over: no standby shares an embedded coordinator's job."""

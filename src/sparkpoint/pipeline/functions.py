@@ -108,7 +108,9 @@ class KeyedProcessFunction:
         raise NotImplementedError
 
     def snapshot_state(self, checkpoint_id: int) -> None:
-        """A checkpoint is taken after this epoch: bring operator state up to date."""
+        """A checkpoint is taken after this epoch: bring operator state up to date.
+        For a trigger that arrived while the epoch ran, this is called in a pass of its
+        own right after it: ``open``, ``snapshot_state``, ``close``, no records."""
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` is durable."""

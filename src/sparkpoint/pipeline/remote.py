@@ -39,6 +39,7 @@ from sparkpoint.pipeline.channel import (
     RunSuperseded,
     TriggerCheckpoint,
 )
+from sparkpoint.pipeline.liveness import LivenessListener
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,9 @@ class RemoteChannel:
         self._seq = 0
         self.standby = False
         self._superseded = False
+        first = addresses if isinstance(addresses, str) else (addresses or [""])[0]
+        self._first_address = first.split(",")[0].strip()
+        self._liveness: LivenessListener | None = None
 
     @property
     def job_id(self) -> str:
@@ -82,7 +86,14 @@ class RemoteChannel:
         return self._run_id
 
     def register(self, graph: JobGraph, *, standby: bool = False) -> str:
-        reply = self.client.register_job(graph, self._config, standby=standby)
+        if self._liveness is None:
+            self._liveness = LivenessListener.towards(self._first_address)
+        reply = self.client.register_job(
+            graph,
+            self._config,
+            standby=standby,
+            probe_address=self._liveness.address if self._liveness else "",
+        )
         self._job_id = graph.job_id
         self._run_id = str(reply["run_id"])
         self.standby = reply.get("role") == "standby"
@@ -92,7 +103,7 @@ class RemoteChannel:
         log.info("job %s: this driver is %s run %s", graph.job_id, role, self._run_id)
         return self._run_id
 
-    def wait_for_grant(self, poll_s: float = 0.1) -> None:
+    def wait_for_grant(self, poll_s: float = 0.05) -> list[ChannelNotice]:
         while self.standby:
             try:
                 with self._as_run():
@@ -103,8 +114,11 @@ class RemoteChannel:
             if beat is not None and beat.role == "active":
                 self.standby = False
                 log.info("job %s: standby run %s granted the job", self.job_id, self.run_id)
-                return
+                # The granting reply carries the first trigger: acting on it in the first
+                # epoch saves an epoch (and the next heartbeat asks after it).
+                return self._translate(beat.notifications)
             time.sleep(poll_s)  # a polling interval: the grant comes with a heartbeat reply
+        return []
 
     def release(self) -> None:
         if self._run_id is None or self._superseded:
@@ -147,8 +161,11 @@ class RemoteChannel:
             # next heartbeat tries again.
             log.warning("heartbeat: %s", exc)
             return []
+        return self._translate(beat.notifications)
+
+    def _translate(self, notifications: Sequence[Notification]) -> list[ChannelNotice]:
         notices: list[ChannelNotice] = []
-        for n in beat.notifications:
+        for n in notifications:
             self._seq = max(self._seq, n.seq)
             if self._on_notice is not None:
                 self._on_notice(n)
@@ -191,3 +208,5 @@ class RemoteChannel:
 
     def close(self) -> None:
         self.client.close()
+        if self._liveness is not None:
+            self._liveness.close()

@@ -83,6 +83,7 @@ class Replica:
             option_defaults=self._option_defaults,
             heartbeat_timeout_s=self.config.service.heartbeat_timeout_s,
             driver_takeover_timeout_s=self.config.service.driver_takeover_timeout_s,
+            driver_probe_after_s=self.config.service.driver_probe_after_s,
             cleanup=self.cleanup,
             orphan_grace_s=self.config.store.orphan_grace_s,
             orphan_interval_s=self.config.store.orphan_scan_interval_s,

@@ -22,7 +22,8 @@ class JobSession:
 
     A job may also have one warm standby driver run. It heartbeats as such (and is told
     so), takes part in nothing, and is granted the run when the active run is silent for
-    the driver takeover timeout or released it (:meth:`takeover_due`; the term grants).
+    the driver takeover timeout, released it, or a liveness probe found its process gone
+    (:meth:`takeover_due`; the term grants).
     """
 
     def __init__(
@@ -46,6 +47,8 @@ class JobSession:
         self._standby_heartbeat: float | None = None
         #: The active run said it is ending (a clean exit): its standby may take over now.
         self.released = False
+        #: A run whose process a liveness probe found gone (its standby may take over now).
+        self._gone_run: str | None = None
         #: Notices up to here belong to runs before the last grant: never sent again.
         self._granted_after = 0
         #: Serialises a stop-with-savepoint trigger with heartbeat replies, so a trigger
@@ -92,10 +95,25 @@ class JobSession:
         opened the job, if it never heartbeated in this term)."""
         if not self.standby_run_id or not self.standby_alive():
             return False
-        if self.released:
+        if self.released or self.run_gone():
             return True
+        return self.silent_for() > timeout_s
+
+    def silent_for(self) -> float:
+        """Seconds since the current run was last heard (since this term opened the job,
+        or granted it, if not yet)."""
         last = self._last_heartbeat if self._last_heartbeat is not None else self._opened
-        return time.monotonic() - last > timeout_s
+        return time.monotonic() - last
+
+    def mark_gone(self, run_id: str) -> bool:
+        """A probe found ``run_id``'s process gone; True if it is still the current run."""
+        if run_id != self.run_id:
+            return False
+        self._gone_run = run_id
+        return True
+
+    def run_gone(self) -> bool:
+        return self._gone_run is not None and self._gone_run == self.run_id
 
     def granted(self) -> None:
         """The standby became the active run: it is connected once it heartbeats."""
@@ -103,6 +121,7 @@ class JobSession:
         self._opened = time.monotonic()
         self._standby_heartbeat = None
         self.released = False
+        self._gone_run = None
         self._granted_after = self.run_seq()
 
     def connected(self) -> bool:
@@ -144,4 +163,8 @@ class JobSession:
             "operators": len(self.record.graph.operators),
             "registered_ms": self.record.registered_ms,
             "connected": self.connected(),
+            "driver_run": self.run_id or "",
+            "standby_run": self.standby_run_id,
+            # The standby heartbeats: a takeover would find it warm.
+            "standby_ready": bool(self.standby_run_id) and self.standby_alive(),
         }

@@ -20,6 +20,7 @@ from sparkpoint.checkpoint import CheckpointPointer, JobGraph, JobStatus
 from sparkpoint.coordinator import CheckpointCoordinator, CleanupWorker, CoordinatorStoppedError
 from sparkpoint.ha import Leadership
 from sparkpoint.service.backend import Backend
+from sparkpoint.service.driver_probe import DriverProber
 from sparkpoint.service.errors import JobGraphConflictError, NotLeaderError, UnknownJobError
 from sparkpoint.service.lifecycle import end_job
 from sparkpoint.service.notices import term_base
@@ -52,6 +53,7 @@ class Term:
         heartbeat_timeout_s: float,
         cleanup: CleanupWorker,
         driver_takeover_timeout_s: float = 3.0,
+        driver_probe_after_s: float = 0.3,
         orphan_grace_s: float = 600.0,
         orphan_interval_s: float = 60.0,
     ) -> None:
@@ -62,6 +64,7 @@ class Term:
         self._defaults = dict(option_defaults)
         self._heartbeat_timeout_s = heartbeat_timeout_s
         self._driver_takeover_timeout_s = driver_takeover_timeout_s
+        self._prober = DriverProber(driver_probe_after_s)
         self._cleanup = cleanup
         self.registry = backend.registry(leadership)
         self.ready = threading.Event()
@@ -108,6 +111,7 @@ class Term:
             self.close_reason = reason
             sessions = list(self._sessions.values())
         self.orphans.stop()
+        self._prober.close()
         for session in sessions:
             session.coordinator.stop(f"leadership lost: {reason}")
 
@@ -136,6 +140,7 @@ class Term:
             except CoordinatorStoppedError:
                 continue  # replaced by a re-registration meanwhile
             self._persist_status(session)
+            self._prober.consider(session)
             if session.takeover_due(self._driver_takeover_timeout_s):
                 self._grant_standby(session)
 
@@ -163,6 +168,7 @@ class Term:
         *,
         replace: bool,
         standby: bool = False,
+        address: str = "",
     ) -> tuple[JobSession, str]:
         """Register ``graph`` (idempotent for the same graph and options: the job keeps its
         coordinator). Every registration is a new driver run with a new id, persisted with
@@ -171,11 +177,12 @@ class Term:
 
         ``standby``: register as the job's warm standby run instead, when the job is running
         with the same graph and options (else this run becomes the active one); it replaces
-        any earlier standby."""
+        any earlier standby. ``address``: where the run's driver process answers liveness
+        probes (see :mod:`sparkpoint.service.driver_probe`)."""
         options = job_options(self._defaults, config)  # refuse bad options before any write
         run_id = uuid.uuid4().hex
         if standby:
-            session = self._register_standby(graph, options, run_id)
+            session = self._register_standby(graph, options, run_id, address)
             if session is not None:
                 return session, run_id
         with self._register_lock:
@@ -201,7 +208,7 @@ class Term:
                 # Refuse the earlier run from now on, then make it last beyond this term.
                 existing.coordinator.begin_run(run_id)
                 existing.released = False
-                record = existing.record.with_run(run_id)
+                record = existing.record.with_run(run_id, address)
                 self.registry.put(record)
                 existing.record = record
                 log.info("job %s: driver run %s registered", graph.job_id, run_id)
@@ -211,6 +218,7 @@ class Term:
                 dict(config),
                 JobStatus.RUNNING,
                 run_id=run_id,
+                run_address=address,
                 **({"registered_ms": old.registered_ms} if old is not None else {}),
             )
             self.leadership.ensure_can_act()
@@ -236,7 +244,9 @@ class Term:
 
     # --- standby driver runs ----------------------------------------------------------
 
-    def _register_standby(self, graph: JobGraph, options: Any, run_id: str) -> JobSession | None:
+    def _register_standby(
+        self, graph: JobGraph, options: Any, run_id: str, address: str
+    ) -> JobSession | None:
         """Make ``run_id`` the standby of a running job; None when the job has no active
         run to stand by for (the caller registers it as active instead)."""
         with self._register_lock:
@@ -253,7 +263,7 @@ class Term:
                     "graph and checkpointing options"
                 )
             self.leadership.ensure_can_act()
-            record = existing.record.with_standby(run_id)
+            record = existing.record.with_standby(run_id, address)
             self.registry.put(record)
             existing.record = record
         log.info("job %s: standby driver run %s registered", graph.job_id, run_id)
@@ -283,10 +293,13 @@ class Term:
                     return
             if not session.takeover_due(self._driver_takeover_timeout_s):
                 return
-            old, standby, released = session.run_id, session.standby_run_id, session.released
+            old, standby = session.run_id, session.standby_run_id
+            why = ("released it" if session.released
+                   else "is gone (its process refused a probe)" if session.run_gone()
+                   else "went silent")  # fmt: skip
             self.leadership.ensure_can_act()
-            session.coordinator.begin_run(standby)
-            record = session.record.with_run(standby, "")
+            session.coordinator.begin_run(standby, due_now=True)
+            record = session.record.with_standby_granted()
             self.registry.put(record)
             session.record = record
             session.granted()
@@ -294,7 +307,7 @@ class Term:
             "job %s: driver run %s %s; standby run %s granted the job",
             session.job_id,
             old,
-            "released it" if released else "went silent",
+            why,
             standby,
         )
 

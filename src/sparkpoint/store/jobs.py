@@ -29,6 +29,10 @@ class JobRecord:
     run_id: str = ""
     #: A warm standby driver run waiting to be granted the job ("" when none).
     standby_run_id: str = ""
+    #: Where each run's driver process listens for liveness probes (``host:port``; ""
+    #: when it gave none): a refused connection there tells the leader the process is gone.
+    run_address: str = ""
+    standby_address: str = ""
 
     @property
     def job_id(self) -> str:
@@ -37,13 +41,22 @@ class JobRecord:
     def with_status(self, status: JobStatus, reason: str = "") -> JobRecord:
         return replace(self, status=status, status_reason=reason)
 
-    def with_run(self, run_id: str, standby_run_id: str | None = None) -> JobRecord:
-        """With ``run_id`` current; ``standby_run_id`` None keeps the standby."""
-        standby = self.standby_run_id if standby_run_id is None else standby_run_id
-        return replace(self, run_id=run_id, standby_run_id=standby)
+    def with_run(self, run_id: str, address: str = "") -> JobRecord:
+        """With ``run_id`` (probed at ``address``) current; the standby stays."""
+        return replace(self, run_id=run_id, run_address=address)
 
-    def with_standby(self, standby_run_id: str) -> JobRecord:
-        return replace(self, standby_run_id=standby_run_id)
+    def with_standby(self, standby_run_id: str, address: str = "") -> JobRecord:
+        return replace(self, standby_run_id=standby_run_id, standby_address=address)
+
+    def with_standby_granted(self) -> JobRecord:
+        """The standby is the current run; no standby is left."""
+        return replace(
+            self,
+            run_id=self.standby_run_id,
+            run_address=self.standby_address,
+            standby_run_id="",
+            standby_address="",
+        )
 
     def to_bytes(self) -> bytes:
         return json.dumps(
@@ -55,6 +68,8 @@ class JobRecord:
                 "registered_ms": self.registered_ms,
                 "run_id": self.run_id,
                 "standby_run_id": self.standby_run_id,
+                "run_address": self.run_address,
+                "standby_address": self.standby_address,
             },
             separators=(",", ":"),
             sort_keys=True,
@@ -72,6 +87,8 @@ class JobRecord:
                 registered_ms=int(data.get("registered_ms", 0)),
                 run_id=str(data.get("run_id", "")),
                 standby_run_id=str(data.get("standby_run_id", "")),
+                run_address=str(data.get("run_address", "")),
+                standby_address=str(data.get("standby_address", "")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             if isinstance(exc, InvalidCheckpointValue):

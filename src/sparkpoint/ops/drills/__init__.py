@@ -14,6 +14,7 @@ from sparkpoint.ops.drills.invariants import (
     check_latest_restorable,
     check_no_stale_directories,
     check_retained_kept,
+    check_runs_take_turns,
     check_single_leader,
 )
 from sparkpoint.ops.drills.report import DrillReport, IterationResult
@@ -32,5 +33,6 @@ __all__ = [
     "check_latest_restorable",
     "check_no_stale_directories",
     "check_retained_kept",
+    "check_runs_take_turns",
     "check_single_leader",
 ]

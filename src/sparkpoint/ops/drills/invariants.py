@@ -108,6 +108,7 @@ def _result(name: str, problems: list[str], summary: str) -> Invariant:
 # --- the chaos drill's checkers ------------------------------------------------------------
 
 COMPLETIONS_UNIQUE = "each_checkpoint_completed_once"
+RUNS_TAKE_TURNS = "one_driver_run_completes_at_a_time"
 LATEST_RESTORABLE = "latest_checkpoint_restorable"
 NO_STALE_DIRECTORIES = "no_checkpoint_directory_outlives_grace"
 
@@ -139,6 +140,25 @@ def check_completions_unique(notices: Sequence[CompletionNotice]) -> Invariant:
             problems.append(f"checkpoint {cid} completed {len(seen)} times (to {receivers})")
     return _result(COMPLETIONS_UNIQUE, problems,
                    f"{len(notices)} completion notices, {len(by_id)} ids")  # fmt: skip
+
+
+def check_runs_take_turns(notices: Sequence[CompletionNotice]) -> Invariant:
+    """Each driver run's completed checkpoints form an id range no other run's fall into.
+    Runs take turns — the leader ends one (the run-id fence) before it grants the next —
+    so two runs completing checkpoints in the same period would interleave their ids."""
+    ranges: dict[str, tuple[int, int]] = {}
+    for n in notices:
+        low, high = ranges.get(n.receiver, (n.checkpoint_id, n.checkpoint_id))
+        ranges[n.receiver] = (min(low, n.checkpoint_id), max(high, n.checkpoint_id))
+    ordered = sorted(ranges.items(), key=lambda item: item[1])
+    problems = [
+        f"{later} completed {low2}..{high2} while {earlier} completed {low1}..{high1}"
+        for (earlier, (low1, high1)), (later, (low2, high2)) in pairwise(ordered)
+        if low2 <= high1
+    ]
+    return _result(RUNS_TAKE_TURNS, problems,
+                   f"{len(ranges)} driver runs: " + ", ".join(
+                       f"{low}..{high}" for _, (low, high) in ordered))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,13 @@ def first_after(
     obs: Observation, epoch: int, max_id_before: int, since_s: float
 ) -> tuple[float | None, int | None, float | None]:
     """(time the new epoch was first sampled, its epoch, time of its first completion)."""
+    leader_at, new_epoch, first = _first_after(obs, epoch, max_id_before, since_s)
+    return leader_at, new_epoch, None if first is None else first[1]
+
+
+def _first_after(
+    obs: Observation, epoch: int, max_id_before: int, since_s: float
+) -> tuple[float | None, int | None, tuple[int, float] | None]:
     leader_at = None
     new_epoch = None
     for s in obs.samples:
@@ -72,8 +79,18 @@ def first_after(
         return None, None, None
     for cid, at in obs.completions:
         if cid > max_id_before and at >= leader_at:
-            return leader_at, new_epoch, at
+            return leader_at, new_epoch, (cid, at)
     return leader_at, new_epoch, None
+
+
+def triggered_after(target: Target, obs: Observation, checkpoint_id: int, wall: float) -> bool:
+    """Whether the leader's record of the checkpoint says it was triggered after ``wall``:
+    one the old leader triggered and completed just before the fault may be seen only
+    after it — that one is not the new leader's. An unreadable record counts as after."""
+    addresses = [a for a in [obs.leader_address] if a] or target.addresses()
+    record = phases.checkpoint_record(addresses, target.workload.job_id, checkpoint_id)
+    triggered = record.get("trigger_timestamp")
+    return not isinstance(triggered, int | float) or triggered / 1000 >= wall
 
 
 def run_kill_leader(
@@ -102,21 +119,28 @@ def run_kill_leader(
         if sig == signal.SIGSTOP:
             pacing.wait(pause)  # the pause is the fault under test, not synchronisation
             target.signal(victim, signal.SIGCONT)
-        after = observer.wait_for(
-            lambda o, e=epoch, m=max_before, t=signalled: (
-                o if first_after(o, e, m, t)[2] is not None else None
-            ),
-            options.deadline_s,
-        )
-        obs = after if isinstance(after, Observation) else observer.snapshot()
-        leader_at, new_epoch, ckpt_at = first_after(obs, epoch, max_before, signalled)
+        floor = max_before
+        while True:
+            after = observer.wait_for(
+                lambda o, e=epoch, m=floor, t=signalled: (
+                    o if first_after(o, e, m, t)[2] is not None else None
+                ),
+                options.deadline_s,
+            )
+            obs = after if isinstance(after, Observation) else observer.snapshot()
+            leader_at, new_epoch, first = _first_after(obs, epoch, floor, signalled)
+            fault_wall = observer.wall(signalled) or 0.0
+            if first is None or triggered_after(target, obs, first[0], fault_wall):
+                break
+            floor = first[0]  # the old leader's last checkpoint, seen late: not a failover's
+        ckpt_at = None if first is None else first[1]
         result = IterationResult(
             n, f"SIG{options.signal} {victim}",
             time_to_leader_s=None if leader_at is None else leader_at - signalled,
             time_to_checkpoint_s=None if ckpt_at is None else ckpt_at - signalled,
             old_epoch=epoch, new_epoch=new_epoch, new_leader=obs.leader_instance,
         )  # fmt: skip
-        result.phases = phases.measure(target, observer, obs, signalled, leader_at, max_before)
+        result.phases = phases.measure(target, observer, obs, signalled, leader_at, floor)
         target.restart(victim, options.deadline_s)
         obs = observer.snapshot()
         result.invariants = [

@@ -19,11 +19,17 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkpoint.config import CheckpointingSettings, StoreSettings, ZooKeeperSettings
+from sparkpoint.config import (
+    CheckpointingSettings,
+    ServiceSettings,
+    StoreSettings,
+    ZooKeeperSettings,
+)
 from sparkpoint.ops.zookeeper import free_port
 
 _ZK = ZooKeeperSettings()
 _CHECKPOINTING = CheckpointingSettings()
+_SERVICE = ServiceSettings()
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +49,7 @@ class ReplicaSettings:
     # product's are 10 min and 1 min).
     orphan_grace_s: float = 3.0
     orphan_scan_interval_s: float = 0.5
+    driver_takeover_timeout_s: float = _SERVICE.driver_takeover_timeout_s
 
     def as_sets(self) -> dict[str, str]:
         return {
@@ -52,6 +59,7 @@ class ReplicaSettings:
             "state.checkpoints.num-retained": str(self.num_retained),
             "state.checkpoints.orphan-cleanup.grace-period": f"{self.orphan_grace_s:g} s",
             "state.checkpoints.orphan-cleanup.interval": f"{self.orphan_scan_interval_s:g} s",
+            "driver.takeover-timeout": f"{self.driver_takeover_timeout_s:g} s",
             # Local child processes on loopback, driven by this process: no tokens.
             "rest.auth.enabled": "false",
             "execution.checkpointing.tolerable-failed-checkpoints": str(

@@ -73,7 +73,8 @@ class DrillReport:
         leader = [r.time_to_leader_s for r in self.iterations if r.time_to_leader_s is not None]
         ckpt = [r.time_to_checkpoint_s for r in self.iterations
                 if r.time_to_checkpoint_s is not None]  # fmt: skip
-        session = self.config.get("session_timeout_s")
+        # A coordinator failover is bounded by the session timeout; a driver's is not.
+        session = None if self.drill == "kill-driver" else self.config.get("session_timeout_s")
         out: dict[str, Any] = {"iterations": len(self.iterations),
                                "aborted_checkpoints": len(self.aborted)}  # fmt: skip
         for name, values in (("time_to_leader_s", leader), ("time_to_checkpoint_s", ckpt)):
@@ -89,12 +90,18 @@ class DrillReport:
                     )
         medians = {
             name: _round(statistics.median(values))
-            for name in PHASES
+            for name in self.phase_names()
             if (values := [v for r in self.iterations if (v := r.phases.get(name)) is not None])
         }
         if medians:
             out["phases_median_s"] = medians
         return out
+
+    def phase_names(self) -> list[str]:
+        """The phases the iterations measured: a leader failover's (``PHASES``) in their
+        order, then any other drill's in the order first recorded."""
+        seen = list(dict.fromkeys(name for r in self.iterations for name in r.phases))
+        return [n for n in PHASES if n in seen] + [n for n in seen if n not in PHASES]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -143,8 +150,9 @@ class DrillReport:
         lines = []
         fig = self.figures()
         session = self.config.get("session_timeout_s")
+        by_it = "by the new driver" if self.drill == "kill-driver" else "by it"
         for name, label in (("time_to_leader_s", "new leader"),
-                            ("time_to_checkpoint_s", "first checkpoint by it")):  # fmt: skip
+                            ("time_to_checkpoint_s", f"first checkpoint {by_it}")):  # fmt: skip
             if name in fig:
                 f = fig[name]
                 ratio = (f" = {f['median_over_session_timeout']:.2f} x the {session:g} s session"
@@ -191,14 +199,19 @@ class DrillReport:
             ("time_to_checkpoint_s", "to first checkpoint", "s"),
         )
         for attr, label, marker in series:
+            if all(getattr(r, attr) is None for r in self.iterations):
+                continue  # e.g. no leader change in a driver drill
             ys = [getattr(r, attr) for r in self.iterations]
             ax.plot(xs, [y if y is not None else float("nan") for y in ys], marker=marker,
                     label=label)  # fmt: skip
         bad = [r.iteration for r in self.iterations if not r.ok]
         for x in bad:
             ax.axvline(x, color="red", alpha=0.3)
-        for key, label in (("takeover_timeout_s", "lease takeover timeout"),
-                           ("session_timeout_s", "session timeout")):  # fmt: skip
+        bounds = ((("driver_takeover_timeout_s", "driver takeover timeout"),)
+                  if self.drill == "kill-driver" else
+                  (("takeover_timeout_s", "lease takeover timeout"),
+                   ("session_timeout_s", "session timeout")))  # fmt: skip
+        for key, label in bounds:
             value = self.config.get(key)
             if value:
                 ax.axhline(value, linestyle="--", linewidth=1, color="grey")
@@ -222,7 +235,7 @@ class DrillReport:
         """One stacked bar per iteration: where the time to the first checkpoint went."""
         xs = [r.iteration for r in self.iterations]
         bottom = [0.0] * len(xs)
-        for name in PHASES:
+        for name in self.phase_names():
             heights = [r.phases.get(name) or 0.0 for r in self.iterations]
             ax.bar(xs, heights, bottom=bottom, label=name, width=0.8)
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]

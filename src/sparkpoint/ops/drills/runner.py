@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkpoint.ops.drills.cluster import LocalCluster, RemoteTarget, Target
-from sparkpoint.ops.drills.invariants import check_completions_unique, check_ids_rising
+from sparkpoint.ops.drills.invariants import (
+    check_completions_unique,
+    check_ids_rising,
+    check_runs_take_turns,
+)
 from sparkpoint.ops.drills.observer import ClusterObserver
 from sparkpoint.ops.drills.replicas import ReplicaSettings
 from sparkpoint.ops.drills.report import DrillReport
@@ -84,13 +88,15 @@ def finish(
     report: DrillReport, target: Target, observer: ClusterObserver, timeout: float = 300.0
 ) -> DrillReport:
     """Whole-run checks: ids over every iteration, the workload's exactly-once verdict,
-    and every completion the drivers heard (the last run's included) announced once."""
+    every completion the drivers heard (the last run's included) announced once, and the
+    driver runs taking turns."""
     report.overall.append(check_ids_rising(observer.completion_ids()))
     verdict = target.workload.finish(timeout)
     if verdict is not None:
         report.overall.append(verdict)
     heard = target.workload.notices()
     report.overall.append(check_completions_unique(completions(heard)))
+    report.overall.append(check_runs_take_turns(completions(heard)))
     report.aborted = [{"id": n.get("checkpoint_id"), "reason": n.get("reason")}
                       for n in aborts(heard)]  # fmt: skip
     return report

@@ -159,6 +159,8 @@ class ClicksPipeline:
     users: int = 200
     records_per_epoch: int = 200
     proc: subprocess.Popen[bytes] | None = None
+    #: A warm standby driver beside the active one (``--standby``), when one runs.
+    standby_proc: subprocess.Popen[bytes] | None = None
 
     @property
     def progress(self) -> Path:
@@ -168,7 +170,7 @@ class ClicksPipeline:
     def notice_log(self) -> Path:
         return self.directory / "notices.jsonl"
 
-    def _spawn(self, records_per_split: int, name: str) -> subprocess.Popen[bytes]:
+    def _spawn(self, records_per_split: int, name: str, *extra: str) -> subprocess.Popen[bytes]:
         self.directory.mkdir(parents=True, exist_ok=True)
         command = [
             sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
@@ -184,6 +186,7 @@ class ClicksPipeline:
             "--interval-ms", str(self.interval_ms),
             "--coordinator", ",".join(a.removeprefix("http://") for a in self.addresses),
             "--notices", str(self.notice_log),
+            *extra,
         ]  # fmt: skip
         with open(self.directory / f"{name}.log", "ab") as log:
             # Its own session: signals for the driver never reach the drill (and back).
@@ -205,14 +208,33 @@ class ClicksPipeline:
 
     def kill(self) -> None:
         """SIGKILL the driver (its whole process group: the JVM too), as a crash would."""
-        self.abort()
+        _kill(self.proc)
+
+    def start_standby(self) -> subprocess.Popen[bytes]:
+        """Start a warm standby driver: it registers as the job's standby and waits."""
+        self.standby_proc = self._spawn(0, "driver-standby", "--standby")
+        return self.standby_proc
+
+    def promote(self) -> None:
+        """The standby was granted the job: it is the active driver from now on."""
+        self.proc, self.standby_proc = self.standby_proc, None
+
+    def report_of(self, pid: int, event: str) -> dict[str, Any] | None:
+        """The first progress line of process ``pid`` with this event."""
+        return next((r for r in self.reports() if r.get("pid") == pid
+                     and r.get("event") == event), None)  # fmt: skip
 
     def restart(self, timeout: float) -> bool:
         """Start the endless driver again: it restores from the latest completed
         checkpoint. True once it reports started."""
         runs = sum(r.get("event") == "started" for r in self.reports()) + 1
-        self.proc = self._spawn(0, "driver-endless")
+        self.start_again()
         return wait_started(self, timeout, runs)
+
+    def start_again(self) -> subprocess.Popen[bytes]:
+        """Start the endless driver again, cold, without waiting for it."""
+        self.proc = self._spawn(0, "driver-endless")
+        return self.proc
 
     def notices(self) -> list[dict[str, Any]]:
         with contextlib.suppress(OSError):
@@ -227,6 +249,10 @@ class ClicksPipeline:
 
     def finish(self, timeout: float) -> Invariant | None:
         assert self.proc is not None
+        # The standby first: granted the job when the active run releases it, it would
+        # go on with the endless stream.
+        _kill(self.standby_proc)
+        self.standby_proc = None
         os.kill(self.proc.pid, signal.SIGINT)
         try:
             self.proc.wait(timeout)
@@ -271,10 +297,15 @@ class ClicksPipeline:
         return Invariant(verdict.name, verdict.ok, f"{verdict.detail} (input: {bound} per split)")
 
     def abort(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        _kill(self.standby_proc)
+        _kill(self.proc)
+
+
+def _kill(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is not None and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
 
 
 def epochs_read(reports: list[dict[str, Any]]) -> int:

@@ -58,12 +58,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--restore-from")
     add_channel_arguments(p)
     p.add_argument(
-        "--standby",
-        action="store_true",
-        help="a warm standby driver: wait until the coordinator grants it the job, then go on "
-        "from the latest completed checkpoint (needs --coordinator)",
-    )
-    p.add_argument(
         "--savepoint-after-epochs",
         type=int,
         help="stop with a savepoint (into --savepoint-dir) after this many epochs",
@@ -78,6 +72,17 @@ def add_channel_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--notices", help="with --coordinator: append every notice received, as JSON lines"
     )
+    p.add_argument(
+        "--standby",
+        action="store_true",
+        help="a warm standby driver: wait until the coordinator grants it the job, then go on "
+        "from the latest completed checkpoint (needs --coordinator)",
+    )
+
+
+def check_channel_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.standby and not args.coordinator:
+        p.error("--standby needs --coordinator: standby drivers are granted by the service")
 
 
 def notice_log(path: Path) -> Callable[[Notification], None]:
@@ -110,8 +115,7 @@ def make_channel(args: argparse.Namespace) -> CheckpointChannel:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.standby and not args.coordinator:
-        parser().error("--standby needs --coordinator: standby drivers are granted by the service")
+    check_channel_arguments(parser(), args)
     progress = Path(args.progress) if args.progress else None
 
     def report(status: DriverStatus, **extra: Any) -> None:
@@ -123,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             "restored_from": status.restored_from,
             "last_completed": status.last_completed,
             "time": time.time(),
+            "pid": os.getpid(),
             **extra,
         }
         with progress.open("a") as f:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -20,7 +21,11 @@ from typing import Any
 
 from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
 from sparkpoint.pipeline.examples.orders import orders_pipeline
-from sparkpoint.pipeline.examples.run_clicks import add_channel_arguments, make_channel
+from sparkpoint.pipeline.examples.run_clicks import (
+    add_channel_arguments,
+    check_channel_arguments,
+    make_channel,
+)
 from sparkpoint.pipeline.session import spark_session
 from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
 
@@ -46,6 +51,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    check_channel_arguments(parser(), args)
     progress = Path(args.progress) if args.progress else None
     pipeline = orders_pipeline(
         args.job_id,
@@ -72,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             "dead_lettered": source.dead_lettered,
             "acknowledged": source.acknowledged,
             "time": time.time(),
+            "pid": os.getpid(),
             **extra,
         }
         with progress.open("a") as f:
@@ -85,8 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     spark = spark_session(args.master, f"sparkpoint-{args.job_id}")
     driver = PipelineDriver(
-        pipeline, spark, make_channel(args), restore_from=args.restore_from, on_epoch=report
+        pipeline,
+        spark,
+        make_channel(args),
+        restore_from=args.restore_from,
+        on_epoch=report,
+        standby=args.standby,
     )
+    if args.standby:
+        report(driver.status, event="standby")
     try:
         driver.start()
         report(driver.status, event="started")

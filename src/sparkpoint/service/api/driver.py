@@ -80,7 +80,11 @@ def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
     term = _term(request)
     graph = JobGraph.from_dict(body.graph.model_dump())
     session, run_id = term.register(
-        graph, body.checkpoint_config, replace=body.replace, standby=body.standby
+        graph,
+        body.checkpoint_config,
+        replace=body.replace,
+        standby=body.standby,
+        address=body.probe_address,
     )
     return RegisterReply(
         job_id=session.job_id,

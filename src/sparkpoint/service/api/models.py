@@ -45,6 +45,13 @@ class RegisterRequest(BaseModel):
         description="Register as the job's warm standby driver run (the job must be running "
         "with the same graph and options; otherwise this run becomes the active one).",
     )
+    probe_address: str = Field(
+        "",
+        max_length=300,
+        pattern=r"^$|^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$",
+        description="host:port where the driver process accepts liveness probes: when the "
+        "run is silent, a refused connection there grants its standby at once.",
+    )
 
 
 class RegisterReply(BaseModel):

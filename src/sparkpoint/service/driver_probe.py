@@ -1,0 +1,102 @@
+"""Learning that a driver process died sooner than its heartbeats can say.
+
+A driver run registers the address where its process listens (``host:port``; the socket
+accepts and closes, nothing more). When a run that has a standby has been silent for
+``probe_after_s``, the leader connects there. A refused connection means no process
+listens on that port: the driver exited, was killed or crashed while its host stayed up,
+and the standby is granted at once. Anything else proves nothing — accepted (alive but
+slow, or frozen: the kernel accepts for a stopped process), or no answer (the host or the
+network is gone) — and the driver takeover timeout decides, as without a probe.
+
+A wrong "gone" (a refusal though the process lives, say a firewall answering with resets)
+costs a needless takeover, never correctness: the old run is fenced by its run id and
+commits nothing more (docs/pipeline.md, "Standby drivers").
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from sparkpoint.service.session import JobSession
+
+log = logging.getLogger(__name__)
+
+
+class Liveness(enum.Enum):
+    ALIVE = "alive"  # something accepted the connection
+    GONE = "gone"  # refused: nothing listens there any more
+    UNKNOWN = "unknown"  # no answer in time, or the address does not resolve
+
+
+def probe(address: str, timeout_s: float) -> Liveness:
+    """Connect to ``host:port`` once."""
+    host, _, port = address.rpartition(":")
+    if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
+        return Liveness.UNKNOWN  # the OS would wrap a port out of range: prove nothing
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return Liveness.ALIVE
+    except ConnectionRefusedError:
+        return Liveness.GONE
+    except (OSError, ValueError):
+        return Liveness.UNKNOWN
+
+
+class DriverProber:
+    """Probes silent driver runs off the worker thread (a probe may wait ``timeout_s``);
+    one probe per job in flight, at most one per ``probe_after_s``."""
+
+    def __init__(self, probe_after_s: float, timeout_s: float = 0.5, workers: int = 4) -> None:
+        self._probe_after_s = probe_after_s
+        self._timeout_s = timeout_s
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driver-probe")
+        self._lock = threading.Lock()
+        self._in_flight: set[str] = set()
+        self._last: dict[str, float] = {}
+        self._closed = False
+
+    def consider(self, session: JobSession) -> None:
+        """Probe ``session``'s current run if it has a standby, gave an address, and has
+        been silent long enough; a refusal marks the run gone (the term then grants)."""
+        if self._probe_after_s <= 0 or self._closed:
+            return
+        run_id, address = session.run_id, session.record.run_address
+        if not (run_id and address and session.standby_run_id):
+            return
+        if session.silent_for() < self._probe_after_s:
+            return
+        now = time.monotonic()
+        job = session.job_id
+        with self._lock:
+            if job in self._in_flight or now - self._last.get(job, -1e9) < self._probe_after_s:
+                return
+            self._in_flight.add(job)
+            self._last[job] = now
+        try:
+            self._pool.submit(self._probe, session, run_id, address)
+        except RuntimeError:  # shut down meanwhile: the term is closing
+            with self._lock:
+                self._in_flight.discard(job)
+
+    def _probe(self, session: JobSession, run_id: str, address: str) -> None:
+        try:
+            verdict = probe(address, self._timeout_s)
+        finally:
+            with self._lock:
+                self._in_flight.discard(session.job_id)
+        if verdict is Liveness.GONE and session.mark_gone(run_id):
+            log.warning(
+                "job %s: driver run %s is silent and nothing listens at %s: its process is gone",
+                session.job_id,
+                run_id,
+                address,
+            )
+
+    def close(self) -> None:
+        self._closed = True
+        self._pool.shutdown(wait=False, cancel_futures=True)

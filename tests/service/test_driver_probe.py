@@ -1,0 +1,56 @@
+"""The leader's liveness probe of a driver process, on real sockets: a listening process
+is alive (even frozen: the kernel accepts for it), a closed port is gone, and anything
+that proves nothing is unknown."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from sparkpoint.ops.zookeeper import free_port
+from sparkpoint.pipeline.liveness import LivenessListener, local_host_towards
+from sparkpoint.service.driver_probe import Liveness, probe
+from tests.support.waiting import wait_until
+
+
+def test_a_listening_process_is_alive_and_a_closed_one_gone() -> None:
+    listener = LivenessListener("127.0.0.1")
+    assert probe(listener.address, 1.0) is Liveness.ALIVE
+    listener.close()
+    assert probe(listener.address, 1.0) is Liveness.GONE
+
+
+def test_a_frozen_process_is_still_alive_and_a_killed_one_gone(tmp_path) -> None:
+    port_file = tmp_path / "address"
+    script = (
+        "import sys, threading; from sparkpoint.pipeline.liveness import LivenessListener; "
+        f"l = LivenessListener('127.0.0.1'); open({str(port_file)!r}, 'w').write(l.address); "
+        "threading.Event().wait()"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        wait_until(lambda: port_file.exists() and port_file.read_text(), timeout=60,
+                   message="the process listens")  # fmt: skip
+        address = port_file.read_text()
+        os.kill(proc.pid, signal.SIGSTOP)
+        assert probe(address, 1.0) is Liveness.ALIVE  # frozen: the timeout decides, not the probe
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        assert probe(address, 1.0) is Liveness.GONE
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+@pytest.mark.parametrize("address", ["no-port", "host:notaport", ":80", "127.0.0.1:99999"])
+def test_an_address_that_proves_nothing_is_unknown(address: str) -> None:
+    assert probe(address, 0.2) is Liveness.UNKNOWN
+
+
+def test_the_driver_advertises_the_address_on_the_route_to_the_coordinator() -> None:
+    assert local_host_towards(f"127.0.0.1:{free_port()}") == "127.0.0.1"
+    assert local_host_towards("http://127.0.0.1:8080") == "127.0.0.1"
