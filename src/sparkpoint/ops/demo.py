@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_leader
 from sparkpoint.ops.demo_connectors import QueueDemo
+from sparkpoint.ops.drills.kill_driver import standby_ready
 from sparkpoint.ops.zookeeper import LocalZooKeeper, free_port
 
 CLUSTER = "demo"
@@ -263,12 +262,7 @@ class Demo:
 
     def standby_ready(self) -> bool:
         """The leader has the standby heartbeating: a takeover would find it warm."""
-        for replica in self.replicas:
-            with contextlib.suppress(httpx.HTTPError, ValueError):
-                jobs = httpx.get(f"http://{replica.address}/v1/jobs", timeout=1.0).json()
-                if any(j.get("standby_ready") for j in jobs.get("jobs", [])):
-                    return True
-        return False
+        return standby_ready([f"http://{r.address}" for r in self.replicas], JOB)
 
     def _kill_driver(self) -> None:
         """SIGKILL the active driver's process group (Python and its JVM), as a crash
