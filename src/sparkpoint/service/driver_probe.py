@@ -63,12 +63,17 @@ class DriverProber:
     def consider(self, session: JobSession) -> None:
         """Probe ``session``'s current run if it has a standby, gave an address, and has
         been silent long enough; a refusal marks the run gone (the term then grants)."""
+        # Called for every job on every tick: the record's fields first (no lock), the
+        # coordinator's run id only for the few jobs that could be probed.
+        record = session.record
         if self._probe_after_s <= 0 or self._closed:
             return
-        run_id, address = session.run_id, session.record.run_address
-        if not (run_id and address and session.standby_run_id):
+        if not (record.run_address and record.standby_run_id):
             return
         if session.silent_for() < self._probe_after_s:
+            return
+        run_id, address = session.run_id, record.run_address
+        if not run_id:
             return
         now = time.monotonic()
         job = session.job_id
