@@ -133,6 +133,18 @@ ORPHAN_SCAN_FAILURES = Counter(
     "Scans for orphaned checkpoint directories that failed (storage or ZooKeeper errors).",
     ["job_id"],
 )
+DRIVER_PROBES = Counter(
+    "sparkpoint_driver_probes_total",
+    "Liveness probes of silent driver runs, by verdict: gone (refused: the standby is "
+    "granted), alive, or unknown (no answer, or an address this leader cannot judge).",
+    ["verdict"],
+)
+ORPHAN_UNDECODABLE_POINTERS = Gauge(
+    "sparkpoint_orphan_undecodable_pointers",
+    "Checkpoint pointers in ZooKeeper that the leader's last orphan scan could not decode: "
+    "their directories are kept, never collected, until the pointer is readable or removed.",
+    ["job_id"],
+)
 ORPHAN_SCANS = Counter(
     "sparkpoint_orphan_scans_total",
     "Scans for orphaned checkpoint directories this coordinator ran (only while leader).",
@@ -144,7 +156,7 @@ PER_JOB = (
     CHECKPOINTS_EXPIRED, PENDING_CHECKPOINTS, CHECKPOINT_DURATION, CHECKPOINT_FINALIZE_DURATION,
     LAST_CHECKPOINT_TIMESTAMP, LAST_CHECKPOINT_SIZE, LAST_CHECKPOINT_ID, CHECKPOINT_INTERVAL,
     RESTORES, RESTORE_FALLBACKS, ORPHAN_DIRECTORIES, ORPHAN_BYTES, ORPHAN_DIRECTORIES_REMOVED,
-    ORPHAN_BYTES_REMOVED, ORPHAN_SCAN_FAILURES,
+    ORPHAN_BYTES_REMOVED, ORPHAN_SCAN_FAILURES, ORPHAN_UNDECODABLE_POINTERS,
 )  # fmt: skip
 
 

@@ -71,6 +71,30 @@ def test_a_fresh_start_rolls_back_every_dangling_transaction(postgres: PostgresS
     assert values(postgres, job_id) == []
 
 
+def test_a_superseded_runs_late_prepare_ends_with_the_current_runs_next_checkpoint(
+    postgres: PostgresServer,
+) -> None:
+    # The superseded run's snapshot of checkpoint 7 raced its supersession: it prepared
+    # after the new run's restore had rolled back what it knew of, then got 409.
+    job_id = f"j{uuid.uuid4().hex[:8]}"
+    current = make_sink(postgres, job_id)
+    current.restore([])
+    superseded = make_sink(postgres, job_id)
+    superseded.epoch_written([EpochOutput(0, (70,))])
+    superseded.pre_commit(7)
+    assert support.prepared_gids(postgres, job_id) == [f"sp:{job_id}:sink:0:7"]
+
+    current.epoch_written([EpochOutput(0, (8,))])
+    current.pre_commit(8)
+    current.epoch_written([EpochOutput(1, (9,))])
+    current.pre_commit(9)  # in flight when 8 completes: kept
+    current.commit_up_to(8)
+    assert support.prepared_gids(postgres, job_id) == [f"sp:{job_id}:sink:1:9"]
+    current.commit_up_to(9)
+    assert support.prepared_gids(postgres, job_id) == []
+    assert values(postgres, job_id) == [8, 9]  # the superseded run's 70 never shows
+
+
 def test_commit_rides_out_a_postgres_restart(postgres: PostgresServer) -> None:
     job_id = f"j{uuid.uuid4().hex[:8]}"
     sink = make_sink(postgres, job_id)

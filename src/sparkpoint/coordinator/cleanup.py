@@ -3,6 +3,12 @@
 Deletion is the last step of docs/architecture.md §4 and may be slow (HDFS), so it never holds
 up acknowledgements or the next trigger. A crash before it runs leaves orphans, which the
 garbage collector removes; a failed deletion is logged for the same reason, not retried.
+
+A deletion belongs to the leadership term that decided it: it was decided on that term's
+view of the store and the counter. :meth:`CleanupWorker.bound` gives a term a view of the
+worker whose tasks run only while the term may still act, so a replica that lost
+leadership drops what it had queued instead of deleting on a view that is no longer the
+cluster's (what it leaves, the next leader's orphan collector judges afresh).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from sparkpoint.checkpoint import CheckpointPointer
 from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
@@ -20,6 +27,16 @@ from sparkpoint.store import CheckpointDiscarder
 log = logging.getLogger(__name__)
 
 _STOP = object()
+
+
+class Cleanup(Protocol):
+    """What the coordinator and a job's end need of a cleanup worker."""
+
+    def submit(self, description: str, task: Callable[[], None]) -> None: ...
+
+    def discard_checkpoint(
+        self, discarder: CheckpointDiscarder, pointer: CheckpointPointer
+    ) -> None: ...
 
 
 class CleanupWorker:
@@ -38,8 +55,16 @@ class CleanupWorker:
         self._outstanding = 0
         self._closed = False
         self.failures = 0
+        #: Tasks dropped because the term that queued them had ended.
+        self.dropped = 0
 
-    def submit(self, description: str, task: Callable[[], None]) -> None:
+    def bound(self, guard: Callable[[], bool]) -> BoundCleanup:
+        """A view whose tasks run only while ``guard()`` holds when their turn comes."""
+        return BoundCleanup(self, guard)
+
+    def submit(
+        self, description: str, task: Callable[[], None], guard: Callable[[], bool] | None = None
+    ) -> None:
         with self._lock:
             if self._closed:
                 log.warning("cleanup worker closed, not running: %s", description)
@@ -48,18 +73,13 @@ class CleanupWorker:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
-        self._tasks.put((description, task))
+        self._tasks.put((description, task, guard))
 
     def discard_checkpoint(
         self, discarder: CheckpointDiscarder, pointer: CheckpointPointer
     ) -> None:
         """Delete a subsumed checkpoint's files; savepoints belong to the user and are kept."""
-        if pointer.is_savepoint:
-            return
-        self.submit(
-            f"discard checkpoint {pointer.checkpoint_id} of job {pointer.job_id}",
-            lambda: discarder.discard(pointer),
-        )
+        _discard(self, discarder, pointer)
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until every submitted task ran; False if ``timeout`` seconds passed first."""
@@ -88,8 +108,12 @@ class CleanupWorker:
             item = self._tasks.get()
             if item is _STOP:
                 return
-            description, task = item  # type: ignore[misc]
+            description, task, guard = item  # type: ignore[misc]
             try:
+                if guard is not None and not guard():
+                    self.dropped += 1
+                    log.info("not run, the term that queued it has ended: %s", description)
+                    continue
                 task()
             except STORAGE_FAILURES as exc:
                 self.failures += 1
@@ -105,3 +129,28 @@ class CleanupWorker:
                 with self._idle:
                     self._outstanding -= 1
                     self._idle.notify_all()
+
+
+class BoundCleanup:
+    """A term's view of the replica's cleanup worker (see the module docstring)."""
+
+    def __init__(self, worker: CleanupWorker, guard: Callable[[], bool]) -> None:
+        self.worker = worker
+        self._guard = guard
+
+    def submit(self, description: str, task: Callable[[], None]) -> None:
+        self.worker.submit(description, task, self._guard)
+
+    def discard_checkpoint(
+        self, discarder: CheckpointDiscarder, pointer: CheckpointPointer
+    ) -> None:
+        _discard(self, discarder, pointer)
+
+
+def _discard(cleanup: Cleanup, discarder: CheckpointDiscarder, pointer: CheckpointPointer) -> None:
+    if pointer.is_savepoint:
+        return
+    cleanup.submit(
+        f"discard checkpoint {pointer.checkpoint_id} of job {pointer.job_id}",
+        lambda: discarder.discard(pointer),
+    )

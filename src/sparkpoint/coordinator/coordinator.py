@@ -28,7 +28,7 @@ from sparkpoint.checkpoint import (
     JobStatus,
     OperatorSubtaskState,
 )
-from sparkpoint.coordinator.cleanup import CleanupWorker
+from sparkpoint.coordinator.cleanup import Cleanup, CleanupWorker
 from sparkpoint.coordinator.errors import (
     CheckpointFinishedError,
     CoordinatorStoppedError,
@@ -85,7 +85,7 @@ class CheckpointCoordinator:
         store: CompletedCheckpointStore,
         storage: CheckpointStorageLike,
         clock: Callable[[], int] = wall_clock_ms,
-        cleanup: CleanupWorker | None = None,
+        cleanup: Cleanup | None = None,
         run_id: str | None = None,
     ) -> None:
         self.graph = graph
@@ -95,8 +95,10 @@ class CheckpointCoordinator:
         self.options = options
         self._counter = counter
         self._clock = clock
-        self._owns_cleanup = cleanup is None
-        self.cleanup = cleanup or CleanupWorker(f"sparkpoint-cleanup-{graph.job_id}")
+        self._own_cleanup: CleanupWorker | None = None
+        if cleanup is None:
+            cleanup = self._own_cleanup = CleanupWorker(f"sparkpoint-cleanup-{graph.job_id}")
+        self.cleanup: Cleanup = cleanup
         self.stats = CheckpointStatsTracker(options.history_size)
         self.outbox = Outbox()
         self._tracker = CheckpointTracker(graph.job_id)
@@ -258,7 +260,7 @@ class CheckpointCoordinator:
         The job's metric series go: this coordinator no longer reports on it."""
         self.stop()
         self._state.metrics.remove()
-        return self.cleanup.close(timeout) if self._owns_cleanup else True
+        return self._own_cleanup.close(timeout) if self._own_cleanup is not None else True
 
     # --- triggering -----------------------------------------------------------------------
 
@@ -395,6 +397,11 @@ class CheckpointCoordinator:
     def record_restored(self, pointer: CheckpointPointer, now_ms: int | None = None) -> None:
         """Record that the job was restored from ``pointer`` (shown as "latest restored")."""
         self.stats.report_restored(pointer, self._now(now_ms))
+
+    def restored_checkpoint_id(self) -> int | None:
+        """The checkpoint the current run was restored from, until a newer one completes:
+        the restoring driver may still be reading its files, so nothing may delete them."""
+        return self.stats.restored_since_completed()
 
     def pending_checkpoint_ids(self) -> list[int]:
         with self._lock:

@@ -183,6 +183,16 @@ class CheckpointStatsTracker:
             )
 
     @property
+    def restored_since_completed(self) -> int | None:
+        """The id last restored from, unless a newer checkpoint completed since."""
+        with self._lock:
+            restored, completed = self._latest_restored, self._latest_completed
+            if restored is None:
+                return None
+            if completed is not None and completed.checkpoint_id > restored.checkpoint_id:
+                return None
+            return restored.checkpoint_id
+
     def latest_restored(self) -> RestoredRecord | None:
         with self._lock:
             return self._latest_restored

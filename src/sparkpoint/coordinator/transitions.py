@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 
 from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer, JobStatus
-from sparkpoint.coordinator.cleanup import CleanupWorker
+from sparkpoint.coordinator.cleanup import Cleanup
 from sparkpoint.coordinator.failures import FailureCounter
 from sparkpoint.coordinator.job_metrics import JobMetrics
 from sparkpoint.coordinator.notifications import Outbox
@@ -36,7 +36,7 @@ class Transitions:
         stats: CheckpointStatsTracker,
         metrics: JobMetrics,
         failures: FailureCounter,
-        cleanup: CleanupWorker,
+        cleanup: Cleanup,
         storage: CheckpointStorageLike,
     ) -> None:
         self.job_id = job_id

@@ -9,13 +9,10 @@ the look and the takeover makes the takeover fail: the renewed leader keeps its 
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
@@ -23,6 +20,7 @@ from sparkpoint.ha import translate
 from sparkpoint.ha.connection import ZooKeeperConnection
 from sparkpoint.ha.errors import ConflictError, HAError
 from sparkpoint.ha.leader_info import LeaderInfo
+from sparkpoint.liveness import Liveness, probe
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,49 +161,13 @@ def _holder(raw: bytes) -> str | None:
 
 def leader_process_gone(view: LeaseView, timeout_s: float, own_address: str = "") -> bool:
     """Whether the current leader's process is gone while its host is up: a TCP connect
-    to its advertised address is *refused* (the host answered, nothing listens there).
-
-    Only a refusal counts; a timeout or an unreachable network says nothing (the host may
-    be gone, or only the path to it: the lease decides). Only IP literals and
+    to its advertised address is *refused* (:mod:`sparkpoint.liveness` says when a refusal
+    counts: never from another host's or namespace's loopback). Only IP literals and
     ``localhost`` are probed, so no name lookup can stall the election thread; only a
     leader that renewed at least once, so one that has not started serving yet is not
-    taken for dead. A loopback address is probed only by a follower that advertises a
-    loopback address itself (``own_address``): another host's or network namespace's
-    loopback is not the leader's.
+    taken for dead.
     """
     if view.leader_id is None or view.leader_renewals < 1:
         return False
-    target = _probe_target(view.leader_address)
-    if target is None:
-        return False
-    if _is_loopback(target[0]):
-        own = _probe_target(own_address)
-        if own is None or not _is_loopback(own[0]):
-            return False
-    try:
-        with socket.create_connection(target, timeout=timeout_s):
-            return False
-    except ConnectionRefusedError:
-        return True
-    except OSError:
-        return False
-
-
-def _probe_target(address: str) -> tuple[str, int] | None:
-    try:
-        parts = urlsplit(address if "://" in address else f"tcp://{address}")
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
-    if host is None or port is None:
-        return None
-    if host != "localhost":
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            return None
-    return host, port
-
-
-def _is_loopback(host: str) -> bool:
-    return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    verdict = probe(view.leader_address, timeout_s, own_address=own_address)
+    return verdict is Liveness.GONE

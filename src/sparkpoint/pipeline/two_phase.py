@@ -78,7 +78,8 @@ class TwoPhaseCommitSink(ABC, Generic[T, P]):
     @abstractmethod
     def abort_others(self, keep: list[P]) -> int:
         """Abort every pre-committed transaction of this job and operator not in
-        ``keep``; returns how many. Called on every start, restored or not."""
+        ``keep``; returns how many. Called on every start, restored or not, and after
+        every completed checkpoint."""
 
     def abort(self, transaction: T) -> None:
         """Drop an open transaction (nothing was sent before pre-commit)."""
@@ -115,12 +116,18 @@ class TwoPhaseCommitSink(ABC, Generic[T, P]):
         return out
 
     def commit_up_to(self, checkpoint_id: int) -> int:
+        """Commit what this run pre-committed up to the completed checkpoint, then abort
+        every other pre-committed transaction of the job and operator except this run's
+        later ones: a superseded run may have prepared one after this run's restore (its
+        snapshot raced the supersession), and nothing else would ever end it. So no
+        prepared transaction outlives the current run's next completed checkpoint."""
         done = 0
         for cid in sorted(c for c in self._pending if c <= checkpoint_id):
             for prepared in self._pending.pop(cid):
                 self.commit(prepared)
                 done += 1
         self.committed_transactions += done
+        self.abort_others([p for ps in self._pending.values() for p in ps])
         return done
 
     def restore(self, elements: Iterable[bytes]) -> None:

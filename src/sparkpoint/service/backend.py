@@ -7,6 +7,7 @@ The rest of the service asks this seam for a job's counter, store and the job re
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sparkpoint.checkpoint import CheckpointPointer
@@ -33,6 +34,20 @@ from sparkpoint.store import (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ListedIds:
+    """The ids a job's store lists. ``undecodable``: znodes whose pointer could not be
+    decoded (a newer format during a rolling upgrade, damage), by the id their name gives,
+    None when the name gives none — then no id of the job can be called unlisted."""
+
+    ids: frozenset[int]
+    undecodable: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return None not in self.undecodable.values()
+
+
 class Backend(Protocol):
     def connected(self) -> bool: ...
 
@@ -48,6 +63,10 @@ class Backend(Protocol):
 
     def retained(self, job_id: str) -> list[CheckpointPointer]:
         """The job's retained checkpoints as durable now (a fresh read)."""
+        ...
+
+    def listed_ids(self, job_id: str) -> ListedIds:
+        """Every checkpoint id the job's store lists now (a fresh read), decodable or not."""
         ...
 
     def leader_info(self) -> dict[str, Any] | None: ...
@@ -85,6 +104,14 @@ class ZooKeeperBackend:
 
     def retained(self, job_id: str) -> list[CheckpointPointer]:
         return ZooKeeperCompletedCheckpointStore(self.conn, job_id, None).recover()
+
+    def listed_ids(self, job_id: str) -> ListedIds:
+        store = ZooKeeperCompletedCheckpointStore(self.conn, job_id, None)
+        pointers = store.recover()
+        named = {i for i in store.unreadable_ids.values() if i is not None}
+        return ListedIds(
+            frozenset({p.checkpoint_id for p in pointers} | named), dict(store.unreadable_ids)
+        )
 
     def leader_info(self) -> dict[str, Any] | None:
         info = read_leader(self.conn)
@@ -138,6 +165,9 @@ class EmbeddedBackend:
         with self._lock:
             store = self._stores.get(job_id)
         return store.get_all() if store is not None else []
+
+    def listed_ids(self, job_id: str) -> ListedIds:
+        return ListedIds(frozenset(p.checkpoint_id for p in self.retained(job_id)))
 
     def leader_info(self) -> dict[str, Any] | None:
         lead = self.leadership

@@ -8,6 +8,11 @@ and the standby is granted at once. Anything else proves nothing — accepted (a
 slow, or frozen: the kernel accepts for a stopped process), or no answer (the host or the
 network is gone) — and the driver takeover timeout decides, as without a probe.
 
+Whether a refusal counts follows :mod:`sparkpoint.liveness`, the rule the coordinators
+apply to each other: a driver that advertised a loopback address (it reached its first
+coordinator through a port-forward or a tunnel) is probed only by a leader that is on
+loopback itself; any other leader's own loopback would refuse on the driver's behalf.
+
 A wrong "gone" (a refusal though the process lives, say a firewall answering with resets)
 costs a needless takeover, never correctness: the old run is fenced by its run id and
 commits nothing more (docs/pipeline.md, "Standby drivers").
@@ -15,44 +20,32 @@ commits nothing more (docs/pipeline.md, "Standby drivers").
 
 from __future__ import annotations
 
-import enum
 import logging
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from sparkpoint import metrics
+from sparkpoint.liveness import Liveness, probe
 from sparkpoint.service.session import JobSession
 
 log = logging.getLogger(__name__)
-
-
-class Liveness(enum.Enum):
-    ALIVE = "alive"  # something accepted the connection
-    GONE = "gone"  # refused: nothing listens there any more
-    UNKNOWN = "unknown"  # no answer in time, or the address does not resolve
-
-
-def probe(address: str, timeout_s: float) -> Liveness:
-    """Connect to ``host:port`` once."""
-    host, _, port = address.rpartition(":")
-    if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
-        return Liveness.UNKNOWN  # the OS would wrap a port out of range: prove nothing
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
-            return Liveness.ALIVE
-    except ConnectionRefusedError:
-        return Liveness.GONE
-    except (OSError, ValueError):
-        return Liveness.UNKNOWN
 
 
 class DriverProber:
     """Probes silent driver runs off the worker thread (a probe may wait ``timeout_s``);
     one probe per job in flight, at most one per ``probe_after_s``."""
 
-    def __init__(self, probe_after_s: float, timeout_s: float = 0.5, workers: int = 4) -> None:
+    def __init__(
+        self,
+        probe_after_s: float,
+        *,
+        own_address: str,
+        timeout_s: float = 0.5,
+        workers: int = 4,
+    ) -> None:
         self._probe_after_s = probe_after_s
+        self._own_address = own_address
         self._timeout_s = timeout_s
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driver-probe")
         self._lock = threading.Lock()
@@ -72,7 +65,10 @@ class DriverProber:
             return
         if session.silent_for() < self._probe_after_s:
             return
-        run_id, address = session.run_id, record.run_address
+        # The run and its address from one version of the record: a registration switches
+        # the coordinator's run before it writes the record, so the coordinator's run id
+        # beside the record's address could pair a new run with the old run's address.
+        run_id, address = record.run_id, record.run_address
         if not run_id:
             return
         now = time.monotonic()
@@ -90,7 +86,8 @@ class DriverProber:
 
     def _probe(self, session: JobSession, run_id: str, address: str) -> None:
         try:
-            verdict = probe(address, self._timeout_s)
+            verdict = probe(address, self._timeout_s, own_address=self._own_address, resolve=True)
+            metrics.DRIVER_PROBES.labels(verdict=verdict.value).inc()
         finally:
             with self._lock:
                 self._in_flight.discard(session.job_id)

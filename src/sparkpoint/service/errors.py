@@ -31,6 +31,12 @@ class InvalidRequestError(ServiceError):
     code = "invalid_request"
 
 
+class JobNotSettledError(ServiceError):
+    """A job's earlier coordinator is still publishing a checkpoint; retry shortly."""
+
+    code = "job_not_settled"
+
+
 class NotLeaderError(ServiceError):
     """This replica does not act as leader now. ``leader_address``: where the leader is
     (None: no leader is known)."""

@@ -5,9 +5,14 @@ A job is over for the whole cluster once it is FINISHED (stopped with a savepoin
 CANCELED or FAILED. Its registry record says so first (the term writes it on the status
 change); then, in this order, the store's pointers go in one fenced transaction (their
 files are deleted in the background: savepoints stay, they belong to the user), then the
-job's remaining ``chk-<id>`` directories, then the counter, and last the registry record.
-A leader that dies in between leaves a record that still says the job is over, and the
-next leader, on recovery, finishes the removal: every step is idempotent.
+job's remaining ``chk-<id>`` directories, and last the registry record. A leader that
+dies in between leaves a record that still says the job is over, and the next leader,
+on recovery, finishes the removal: every step is idempotent.
+
+The checkpoint-id counter stays: a job registered again under the same id is a new
+incarnation whose ids continue where the last one's ended. So a deletion queued for an
+ended incarnation (a subsumed checkpoint, the sweep below the counter it read) names
+only ids that the new incarnation never uses, however late a slow storage runs it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import logging
 
 from sparkpoint.checkpoint import CheckpointPointer, JobStatus
-from sparkpoint.coordinator import CleanupWorker
+from sparkpoint.coordinator.cleanup import Cleanup
 from sparkpoint.counter import CheckpointIDCounter
 from sparkpoint.ha import HAError
 from sparkpoint.storage import CheckpointStorage
@@ -27,7 +32,7 @@ log = logging.getLogger(__name__)
 class BackgroundDiscarder:
     """Hands each discard to the cleanup worker, so ending a job never waits on deletes."""
 
-    def __init__(self, cleanup: CleanupWorker, storage: CheckpointStorage) -> None:
+    def __init__(self, cleanup: Cleanup, storage: CheckpointStorage) -> None:
         self._cleanup = cleanup
         self._storage = storage
 
@@ -43,16 +48,17 @@ def end_job(
     counter: CheckpointIDCounter,
     registry: JobRegistry,
     storage: CheckpointStorage,
-    cleanup: CleanupWorker,
+    cleanup: Cleanup,
 ) -> None:
-    """Remove a globally terminal job's store, files, counter and registry record.
-    Coordination errors propagate (the caller steps down; the next leader finishes)."""
+    """Remove a globally terminal job's store, files and registry record (its counter
+    stays, see the module docstring). Coordination errors propagate (the caller steps
+    down; the next leader finishes)."""
     if not status.is_globally_terminal:
         raise ValueError(f"job {job_id} is {status.value}, not over: nothing is removed")
     try:
         next_id: int | None = counter.get()
     except HAError:
-        next_id = None  # already removed by an earlier, interrupted end
+        next_id = None  # removed by an earlier release that still removed counters
     store.shutdown(status, BackgroundDiscarder(cleanup, storage))
     if next_id is not None:
         # Nothing of the job is pending or retained any more: every chk-<id> it was given
@@ -63,7 +69,6 @@ def end_job(
             )
 
         cleanup.submit(f"delete the checkpoint directories of ended job {job_id}", sweep)
-    counter.shutdown(status)
     registry.remove(job_id)
-    log.info("job %s is %s: its checkpoints, counter and registry record are removed",
-             job_id, status.value)  # fmt: skip
+    log.info("job %s is %s: its checkpoints and registry record are removed (ids continue "
+             "if it is registered again)", job_id, status.value)  # fmt: skip

@@ -7,7 +7,11 @@ what is retained, and it knows what it has pending itself. A directory of a job 
 garbage when
 
 - no retained checkpoint has its id (the store as the leader knows it, and as ZooKeeper
-  holds it now: a fresh read),
+  holds it now: a fresh read, in which a pointer that cannot be decoded — a newer format
+  during a rolling upgrade, a damaged znode — still protects the id its name gives; it is
+  reported by a log line, ``sparkpoint_orphan_undecodable_pointers`` and an alert),
+- it is not the checkpoint the job's current run was restored from (until a newer one
+  completes, a restoring driver may still be reading it),
 - its id is below every id this term has pending and below the counter's next id,
 - its id is below the newest retained checkpoint: a driver reads its running state back
   from its latest snapshot whether or not that checkpoint completed (one pending when a
@@ -45,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from sparkpoint import metrics
 from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
 from sparkpoint.ha import HAError
+from sparkpoint.service.backend import ListedIds
 from sparkpoint.storage import OrphanDirectory
 
 if TYPE_CHECKING:
@@ -177,6 +182,26 @@ class OrphanCollector:
             except Exception:  # a bug must not end the thread and let orphans pile up
                 log.exception("orphan collection of epoch %d failed", term.epoch)
 
+    def _report_undecodable(self, job_id: str, listed: ListedIds) -> JobOrphans | None:
+        """Pointers the store lists but this replica cannot decode are kept like any other
+        (their directories are the checkpoints they point to); say so loudly. When a name
+        gives no id either, nothing of the job can be told apart from garbage: the scan
+        deletes nothing and says why."""
+        metrics.ORPHAN_UNDECODABLE_POINTERS.labels(job_id=job_id).set(len(listed.undecodable))
+        log.error(
+            "job %s: the store lists checkpoint pointers this coordinator cannot decode (%s); "
+            "their directories are kept until the pointers are readable or removed",
+            job_id,
+            ", ".join(sorted(listed.undecodable)),
+        )
+        if listed.complete:
+            return None
+        return JobOrphans(
+            job_id,
+            retained=tuple(sorted(listed.ids)),
+            error="a checkpoint pointer's name gives no id: nothing of the job is collected",
+        )
+
     def _collect_job(self, session: JobSession, *, dry_run: bool) -> JobOrphans:
         job_id = session.job_id
         term = self._term
@@ -188,7 +213,17 @@ class OrphanCollector:
                 # Replaced by a re-registration: its successor's pending ids are unknown here.
                 return JobOrphans(job_id, error="job session was replaced; scanned next time")
             retained = {p.checkpoint_id for p in session.store.get_all()}
-            retained |= {p.checkpoint_id for p in term.retained_now(job_id)}
+            listed = term.listed_now(job_id)
+            retained |= listed.ids
+            if listed.undecodable:
+                blocked = self._report_undecodable(job_id, listed)
+                if blocked is not None:
+                    return blocked
+            else:
+                metrics.ORPHAN_UNDECODABLE_POINTERS.labels(job_id=job_id).set(0)
+            restored = session.coordinator.restored_checkpoint_id()
+            if restored is not None:
+                retained.add(restored)  # a new run may still be reading it
             now = self._clock()
             found = term.storage.find_orphans(
                 job_id,

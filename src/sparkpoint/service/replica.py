@@ -87,6 +87,7 @@ class Replica:
             cleanup=self.cleanup,
             orphan_grace_s=self.config.store.orphan_grace_s,
             orphan_interval_s=self.config.store.orphan_scan_interval_s,
+            own_address=self.address,
         )
         with self._lock:
             self._term = term

@@ -16,12 +16,17 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from sparkpoint.checkpoint import CheckpointPointer, JobGraph, JobStatus
+from sparkpoint.checkpoint import JobGraph, JobStatus
 from sparkpoint.coordinator import CheckpointCoordinator, CleanupWorker, CoordinatorStoppedError
 from sparkpoint.ha import Leadership
-from sparkpoint.service.backend import Backend
+from sparkpoint.service.backend import Backend, ListedIds
 from sparkpoint.service.driver_probe import DriverProber
-from sparkpoint.service.errors import JobGraphConflictError, NotLeaderError, UnknownJobError
+from sparkpoint.service.errors import (
+    JobGraphConflictError,
+    JobNotSettledError,
+    NotLeaderError,
+    UnknownJobError,
+)
 from sparkpoint.service.lifecycle import end_job
 from sparkpoint.service.notices import term_base
 from sparkpoint.service.options import job_options
@@ -56,6 +61,7 @@ class Term:
         driver_probe_after_s: float = 0.3,
         orphan_grace_s: float = 600.0,
         orphan_interval_s: float = 60.0,
+        own_address: str = "",
     ) -> None:
         self.leadership = leadership
         self.epoch = leadership.epoch
@@ -64,8 +70,9 @@ class Term:
         self._defaults = dict(option_defaults)
         self._heartbeat_timeout_s = heartbeat_timeout_s
         self._driver_takeover_timeout_s = driver_takeover_timeout_s
-        self._prober = DriverProber(driver_probe_after_s)
-        self._cleanup = cleanup
+        self._prober = DriverProber(driver_probe_after_s, own_address=own_address)
+        # Deletions this term queues run only while it leads (docs/architecture.md §12).
+        self._cleanup = cleanup.bound(leadership.can_act)
         self.registry = backend.registry(leadership)
         self.ready = threading.Event()
         self.closed = False
@@ -146,9 +153,9 @@ class Term:
 
     # --- jobs -------------------------------------------------------------------------
 
-    def retained_now(self, job_id: str) -> list[CheckpointPointer]:
-        """The job's retained checkpoints as ZooKeeper holds them now (a fresh read)."""
-        return self._backend.retained(job_id)
+    def listed_now(self, job_id: str) -> ListedIds:
+        """Every checkpoint id the job's store lists in ZooKeeper now (a fresh read)."""
+        return self._backend.listed_ids(job_id)
 
     def sessions(self) -> list[JobSession]:
         with self._lock:
@@ -228,6 +235,7 @@ class Term:
             base = existing.last_seq() if existing else term_base(self.epoch)
             if existing is not None:
                 existing.coordinator.stop(f"job {graph.job_id} registered again")
+                self._settle(existing)
             session = self._open(record, base)
             with self._lock:
                 if self.closed:
@@ -310,6 +318,20 @@ class Term:
             why,
             standby,
         )
+
+    @staticmethod
+    def _settle(replaced: JobSession) -> None:
+        """Wait until the replaced coordinator's last checkpoint left the finaliser
+        (completed, aborted, or in doubt). Only then does the new session read the store,
+        so its first restore plan names the newest checkpoint there is, never one that a
+        late completion of the old coordinator subsumes (and deletes) a moment after."""
+        try:
+            replaced.coordinator.await_finalizations()
+        except TimeoutError as exc:
+            raise JobNotSettledError(
+                f"job {replaced.job_id}: its previous coordinator is still publishing a "
+                "checkpoint; register again shortly"
+            ) from exc
 
     def _open(self, record: JobRecord, notice_base: int, *, resumed: bool = False) -> JobSession:
         options = job_options(self._defaults, record.checkpoint_config)

@@ -62,6 +62,9 @@ class ZooKeeperCompletedCheckpointStore:
         self._stale = False  # an add ended in doubt: re-read before trusting _retained
         #: Pointers skipped by the last recover() because they could not be read.
         self.unreadable: list[str] = []
+        #: The same, by the checkpoint id each one's znode name gives (None: the name
+        #: gives none). What the store lists is protected whether it decodes or not.
+        self.unreadable_ids: dict[str, int | None] = {}
 
     @property
     def max_retained(self) -> int:
@@ -74,7 +77,7 @@ class ZooKeeperCompletedCheckpointStore:
         be decoded instead of failing, so one bad znode never blocks a job's recovery."""
         started = time.monotonic()
         pointers: list[CheckpointPointer] = []
-        unreadable: list[str] = []
+        unreadable: dict[str, int | None] = {}
         with translate.reads(f"reading checkpoints of job {self._job_id}"):
             try:
                 names = self._conn.retry(self._conn.client.get_children, self._dir)
@@ -92,13 +95,14 @@ class ZooKeeperCompletedCheckpointStore:
                 except InvalidCheckpointValue as exc:
                     log.warning("skipping unreadable checkpoint pointer %s: %s", path, exc)
                     metrics.STORE_UNREADABLE_POINTERS.labels(job_id=self._job_id).inc()
-                    unreadable.append(path)
+                    unreadable[path] = _id_in_name(name)
                     continue
                 pointers.append(pointer)
         pointers.sort(key=lambda p: p.checkpoint_id)
         self._retained = pointers
         self._stale = False
-        self.unreadable = unreadable
+        self.unreadable = list(unreadable)
+        self.unreadable_ids = unreadable
         metrics.STORE_RECOVERY_DURATION.observe(time.monotonic() - started)
         return list(pointers)
 
@@ -135,9 +139,15 @@ class ZooKeeperCompletedCheckpointStore:
         return pointer
 
     def get_latest(self) -> CheckpointPointer | None:
-        return self._retained[-1] if self._retained else None
+        retained = self.get_all()
+        return retained[-1] if retained else None
 
     def get_all(self) -> list[CheckpointPointer]:
+        """The retained pointers; after an add whose outcome was in doubt, read again from
+        ZooKeeper first (a restore plan must not name a checkpoint the in-doubt write may
+        have subsumed). A failing re-read raises: nothing is answered from a stale view."""
+        if self._stale:
+            self.recover()
         return list(self._retained)
 
     # --- writing ------------------------------------------------------------------------
@@ -243,3 +253,10 @@ class ZooKeeperCompletedCheckpointStore:
                 discarder.discard(pointer)
             except Exception as exc:  # the orphan collector removes what is left behind
                 log.warning("could not discard checkpoint %s: %s", pointer.checkpoint_id, exc)
+
+
+def _id_in_name(name: str) -> int | None:
+    try:
+        return parse_checkpoint_id(name)
+    except InvalidCheckpointValue:
+        return None

@@ -33,6 +33,7 @@ from sparkpoint.service import proxy
 from sparkpoint.service.errors import (
     InvalidRequestError,
     JobGraphConflictError,
+    JobNotSettledError,
     NotLeaderError,
     SavepointTargetError,
     ServiceError,
@@ -52,6 +53,7 @@ _REFUSALS: tuple[tuple[type[Exception], int, str, bool], ...] = (
     (InvalidSubtaskStateError, 422, "invalid_state", False),
     (TriggerRejectedError, 409, "trigger_rejected", False),
     (CoordinatorStoppedError, 503, "leadership_lost", True),
+    (JobNotSettledError, 503, "job_not_settled", True),
     (TriggerFailedError, 500, "trigger_failed", False),
     (InvalidOptionError, 400, "invalid_option", False),
     (InvalidCheckpointValue, 422, "invalid_request", False),
