@@ -17,8 +17,11 @@ import httpx
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec
 from sparkpoint.client import ClientError, CoordinatorClient
+from sparkpoint.config import load_config
 from sparkpoint.ops.zookeeper import free_port
+from sparkpoint.service import Service, start_service
 from tests.coordinator.support import keyed_state
+from tests.support.waiting import wait_until
 
 SPARKPOINT = str(Path(sys.executable).parent / "sparkpoint")
 
@@ -141,6 +144,31 @@ def empty_acks(graph: JobGraph, run_id: str) -> dict[str, Any]:
     }
 
 
+def start_in_process(
+    tmp_path: Path, quorum: str, cluster_id: str, settings: dict[str, str] | None = None
+) -> Service:
+    """A coordinator replica in this process (its term, cleanup worker and sessions in
+    reach of the test), leading on a real ZooKeeper."""
+    config = load_config(
+        overrides={
+            "high-availability.zookeeper.quorum": quorum,
+            "high-availability.cluster-id": cluster_id,
+            "high-availability.zookeeper.client.session-timeout": "2 s",
+            "high-availability.lease.renew-interval": "100 ms",
+            "high-availability.lease.takeover-timeout": "1 s",
+            "rest.port": "0",
+            "rest.auth.enabled": "false",
+            "state.checkpoints.dir": str(tmp_path / "checkpoints"),
+            "state.savepoints.dir": str(tmp_path / "savepoints"),
+            **(settings or {}),
+        },
+        environ={},
+    )
+    service = start_service(config)
+    wait_until(service.replica.is_ready, timeout=60, message="replica leads")
+    return service
+
+
 def make_graph(job_id: str, parallelism: int = 2) -> JobGraph:
     return JobGraph(
         job_id,
@@ -233,7 +261,6 @@ class Driver:
 def wait_leader(replicas: list[ReplicaProcess], timeout: float = 90) -> ReplicaProcess:
     """The one live replica that leads and is ready (by its own HTTP answer). Generous: a
     replica process alone takes 10-25 s to start on a loaded 2-core machine."""
-    from tests.support.waiting import wait_until
 
     def find() -> ReplicaProcess | None:
         leading = []

@@ -1,5 +1,6 @@
-"""When a job is over for the whole cluster, its ZooKeeper nodes (store, counter, registry
-record) and its checkpoint directories go; its savepoint stays. A leader that died while
+"""When a job is over for the whole cluster, its ZooKeeper nodes (store, registry record)
+and its checkpoint directories go; its savepoint stays, and so does its id counter (a job
+registered again under the same id continues its ids). A leader that died while
 removing them leaves the rest to the next one. Real ZooKeeper, real service, real files."""
 
 from __future__ import annotations
@@ -11,39 +12,21 @@ import pytest
 
 from sparkpoint.checkpoint import JobStatus
 from sparkpoint.client import Conflict, CoordinatorClient, NotFound
-from sparkpoint.config import load_config
 from sparkpoint.counter.zookeeper import encode_count
 from sparkpoint.ha import ZooKeeperConnection
 from sparkpoint.ops.zookeeper import LocalZooKeeper
-from sparkpoint.service import Service, start_service
+from sparkpoint.service import Service
 from sparkpoint.store import JobRecord
 from tests.coordinator.support import keyed_state
 from tests.support.waiting import wait_until
 
-from .support import make_graph
+from .support import make_graph, start_in_process
 
 JOB = "orders"
 
 
 def start(tmp_path: Path, quorum: str, cluster_id: str) -> Service:
-    config = load_config(
-        overrides={
-            "high-availability.zookeeper.quorum": quorum,
-            "high-availability.cluster-id": cluster_id,
-            "high-availability.zookeeper.client.session-timeout": "2 s",
-            "high-availability.lease.renew-interval": "100 ms",
-            "high-availability.lease.takeover-timeout": "1 s",
-            "rest.port": "0",
-            "rest.auth.enabled": "false",
-            "state.checkpoints.dir": str(tmp_path / "checkpoints"),
-            "state.savepoints.dir": str(tmp_path / "savepoints"),
-            "state.checkpoints.num-retained": "2",
-        },
-        environ={},
-    )
-    service = start_service(config)
-    wait_until(service.replica.is_ready, timeout=60, message="replica leads")
-    return service
+    return start_in_process(tmp_path, quorum, cluster_id, {"state.checkpoints.num-retained": "2"})
 
 
 @pytest.fixture
@@ -51,6 +34,10 @@ def service(tmp_path: Path, zk_server: LocalZooKeeper, cluster_id: str) -> Itera
     svc = start(tmp_path, zk_server.connect_string, cluster_id)
     yield svc
     svc.stop()
+
+
+#: What an ended job leaves in ZooKeeper: its counter, so that its ids never repeat.
+ENDED = {"registry": False, "counter": True, "store": False}
 
 
 def job_nodes(conn: ZooKeeperConnection) -> dict[str, bool]:
@@ -85,9 +72,9 @@ def test_a_job_stopped_with_a_savepoint_leaves_only_its_savepoint(
         assert client.heartbeat(JOB, 0).job_status == JobStatus.FINISHED.value
 
         wait_until(
-            lambda: not any(job_nodes(observer).values()),
+            lambda: job_nodes(observer) == ENDED,
             timeout=60,
-            message="registry record, counter and store of the finished job removed",
+            message="registry record and store of the finished job removed",
         )
         wait_until(
             lambda: not list(job_dir.glob("chk-*")),
@@ -99,6 +86,7 @@ def test_a_job_stopped_with_a_savepoint_leaves_only_its_savepoint(
         # The driver still hears how its job ended, and the job id can be used again.
         assert client.heartbeat(JOB, 0).job_status == JobStatus.FINISHED.value
         assert client.register_job(graph, {"interval_ms": 3_600_000})["status"] == "RUNNING"
+        assert client.trigger_checkpoint(JOB) > sid  # its ids continue
 
 
 def test_the_next_leader_finishes_removing_a_job_that_ended(
@@ -116,7 +104,7 @@ def test_the_next_leader_finishes_removing_a_job_that_ended(
     service = start(tmp_path, zk_server.connect_string, cluster_id)
     try:
         wait_until(
-            lambda: not any(job_nodes(observer).values()),
+            lambda: job_nodes(observer) == ENDED,
             timeout=60,
             message="the ended job's nodes removed by the new leader",
         )
@@ -125,7 +113,9 @@ def test_the_next_leader_finishes_removing_a_job_that_ended(
         service.stop()
 
 
-def test_a_cancelled_job_leaves_nothing_in_zookeeper(service, observer, tmp_path) -> None:
+def test_a_cancelled_job_leaves_only_its_id_counter_in_zookeeper(
+    service, observer, tmp_path
+) -> None:
     graph = make_graph(JOB)
     acks = [
         (op.uid, i, keyed_state(i, op.parallelism))
@@ -143,9 +133,9 @@ def test_a_cancelled_job_leaves_nothing_in_zookeeper(service, observer, tmp_path
         reply = client.cancel_job(JOB)
         assert reply == {"job_id": JOB, "status": "CANCELED", "aborted": [pending]}
         wait_until(
-            lambda: not any(job_nodes(observer).values()),
+            lambda: job_nodes(observer) == ENDED,
             timeout=60,
-            message="registry record, counter and store of the cancelled job removed",
+            message="registry record and store of the cancelled job removed",
         )
         wait_until(
             lambda: not list(job_dir.glob("chk-*")),

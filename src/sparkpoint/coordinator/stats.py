@@ -182,7 +182,6 @@ class CheckpointStatsTracker:
                 pointer.checkpoint_id, restore_ms, pointer.is_savepoint, pointer.metadata_uri
             )
 
-    @property
     def restored_since_completed(self) -> int | None:
         """The id last restored from, unless a newer checkpoint completed since."""
         with self._lock:
@@ -193,6 +192,7 @@ class CheckpointStatsTracker:
                 return None
             return restored.checkpoint_id
 
+    @property
     def latest_restored(self) -> RestoredRecord | None:
         with self._lock:
             return self._latest_restored
