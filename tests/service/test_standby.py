@@ -15,9 +15,10 @@ from sparkpoint.client import ClientError, Conflict, CoordinatorClient, Supersed
 from sparkpoint.ops.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline.liveness import LivenessListener
 from tests.coordinator.support import keyed_state
+from tests.support.netns import NetnsHost
 from tests.support.waiting import wait_until
 
-from .support import make_graph
+from .support import ReplicaProcess, make_graph, spawn_replica
 from .test_api_requests import JOB, _service
 
 CONFIG = {"interval_ms": 3_600_000}
@@ -177,3 +178,49 @@ def test_a_malformed_probe_address_is_refused_and_registers_nothing(
         assert observer.client.exists(observer.paths.job(JOB)) is None
     finally:
         service.stop()
+
+
+@pytest.mark.slow
+def test_a_leader_in_another_namespace_never_takes_a_loopback_driver_for_gone(
+    tmp_path: Path, cluster_id: str
+) -> None:
+    # The driver reached its coordinator over loopback (a port-forward) and advertised
+    # 127.0.0.1:P. A leader on another host or namespace would probe its *own* loopback,
+    # be refused, and grant the standby while the driver lives: it must not trust it.
+    host = NetnsHost.create(subnet=21)
+    zk = LocalZooKeeper(tmp_path / "zk", host=host.host_addr, tick_time_ms=200).start()
+    leader: ReplicaProcess | None = None
+    process = LivenessListener("127.0.0.1")  # the live driver, on this namespace's loopback
+    try:
+        leader = spawn_replica(
+            tmp_path / "replicas", "inside", quorum=zk.connect_string, cluster_id=cluster_id,
+            checkpoints_dir=tmp_path / "checkpoints", prefix=host.prefix, host=host.ns_addr,
+            settings={"rest.bind-address": host.ns_addr, "driver.takeover-timeout": "1 h",
+                      "driver.probe-after": "0.2 s"},
+        )  # fmt: skip
+        wait_until(lambda: leader.state() == "leader", timeout=90, message="inside leads")
+        graph = make_graph(JOB)
+        with (
+            CoordinatorClient(leader.address, retry_for_s=10) as active,
+            CoordinatorClient(leader.address, retry_for_s=10) as standby,
+        ):
+            active.register_job(graph, CONFIG, probe_address=process.address)
+            standby.register_job(graph, CONFIG, standby=True)
+            # The active run is silent from here on; the standby heartbeats.
+            wait_until(
+                lambda: (
+                    not _granted(standby)
+                    and leader.metric('sparkpoint_driver_probes_total{verdict="unknown"}') >= 5
+                ),
+                timeout=60,
+                message="the silent run probed five times and judged unknown",
+            )
+            assert not _granted(standby)
+            assert leader.metric('sparkpoint_driver_probes_total{verdict="gone"}') == 0
+            assert active.heartbeat(JOB, 0).role == "active"
+    finally:
+        process.close()
+        if leader is not None:
+            leader.kill()
+        zk.stop()
+        host.destroy()
