@@ -23,6 +23,7 @@ from typing import Any
 from sparkpoint import metrics
 from sparkpoint.config import lease_timing_problem
 from sparkpoint.ha import translate
+from sparkpoint.ha.clock import lease_clock
 from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
 from sparkpoint.ha.errors import (
     ConflictError,
@@ -221,7 +222,7 @@ class ZooKeeperLeaderElection:
                     events = self._wait(self._follower_wait())
                 else:
                     self._lead(events)
-                    events = self._wait(self._next_renewal - time.monotonic())
+                    events = self._wait(self._next_renewal - lease_clock())
             except HAError as exc:
                 log.warning("%s: %s", self.instance_id, exc)
                 events = self._wait(0.2)
@@ -301,7 +302,7 @@ class ZooKeeperLeaderElection:
         ).encode()
         # The lease counts from before the bump: a follower can only see the new epoch
         # after it, so it always waits longer than this leader may act unrenewed.
-        sent = time.monotonic()
+        sent = lease_clock()
         try:
             if view is None:
                 epoch = bump_epoch(self.conn, seen, payload)
@@ -328,7 +329,7 @@ class ZooKeeperLeaderElection:
             self._step_down(f"could not publish leader info: {exc}", fenced=True)
             return
         self._extend_lease(leadership, sent)
-        self._next_renewal = time.monotonic() + self.renew_interval_s
+        self._next_renewal = lease_clock() + self.renew_interval_s
         self._state = ContenderState.LEADER
         self.terms_won += 1
         metrics.IS_LEADER.set(1)
@@ -366,7 +367,7 @@ class ZooKeeperLeaderElection:
     def _lead(self, events: list[ConnectionState]) -> None:
         lead = self._leadership
         assert lead is not None
-        now = time.monotonic()
+        now = lease_clock()
         # Renew first: after a long pause (SIGSTOP, GC, a frozen VM) this fenced write is
         # how the old leader learns, deterministically, that it has been deposed.
         connected = self.conn.state is ConnectionState.CONNECTED
@@ -402,7 +403,7 @@ class ZooKeeperLeaderElection:
         if (
             self._suspended_since is not None
             and lead.is_suspended
-            and time.monotonic() - self._suspended_since > self.suspend_grace_s
+            and lease_clock() - self._suspended_since > self.suspend_grace_s
         ):
             self._step_down(f"connection suspended for more than {self.suspend_grace_s:.1f} s")
 

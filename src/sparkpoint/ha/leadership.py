@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Protocol
 
+from sparkpoint.ha.clock import lease_clock
 from sparkpoint.ha.errors import FencedError, NotConnectedError
 
 
@@ -35,20 +36,20 @@ class Leadership:
         self.revoked = threading.Event()
         self.revoke_reason: str | None = None
         self._suspended = threading.Event()
-        self._lease_deadline: float | None = None  # monotonic; None = no lease (sessions only)
+        self._lease_deadline: float | None = None  # lease_clock(); None = no lease (sessions only)
 
     def can_act(self) -> bool:
         return (
             not self.revoked.is_set()
             and not self._suspended.is_set()
-            and (self._lease_deadline is None or time.monotonic() < self._lease_deadline)
+            and (self._lease_deadline is None or lease_clock() < self._lease_deadline)
         )
 
     def lease_remaining(self) -> float | None:
         """Seconds this leader may still act without another renewal (None: no lease)."""
         if self._lease_deadline is None:
             return None
-        return max(0.0, self._lease_deadline - time.monotonic())
+        return max(0.0, self._lease_deadline - lease_clock())
 
     def _set_lease_deadline(self, deadline: float) -> None:
         self._lease_deadline = deadline
@@ -63,7 +64,7 @@ class Leadership:
             )
         if self._suspended.is_set():
             raise NotConnectedError(f"leadership of epoch {self.epoch} is suspended")
-        if self._lease_deadline is not None and time.monotonic() >= self._lease_deadline:
+        if self._lease_deadline is not None and lease_clock() >= self._lease_deadline:
             raise NotConnectedError(f"the lease of epoch {self.epoch} lapsed without renewal")
 
     @property

@@ -1,7 +1,7 @@
 """Watching the leader's lease from a follower, and taking over (docs/ha.md, leases).
 
 The leader renews leader/info every renewal interval. A follower that sees no renewal
-for the takeover timeout, on its own monotonic clock, may take over — by one transaction
+for the takeover timeout, on its own lease clock (ha/clock.py), may take over — by one transaction
 that checks leader/info is still the version it judged and compares-and-sets leader/epoch
 from the version it saw. So at most one follower wins, and a renewal that lands between
 the look and the takeover makes the takeover fail: the renewed leader keeps its epoch.
@@ -10,13 +10,13 @@ the look and the takeover makes the takeover fail: the renewed leader keeps its 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from sparkpoint.ha import translate
+from sparkpoint.ha.clock import lease_clock
 from sparkpoint.ha.connection import ZooKeeperConnection
 from sparkpoint.ha.errors import ConflictError, HAError
 from sparkpoint.ha.leader_info import LeaderInfo
@@ -59,7 +59,7 @@ class LeaseWatch:
             conn.client.exists(paths.leader_info, watch=wake)
         epoch = epoch_stat.version if epoch_stat is not None else None
         info = LeaderInfo.from_bytes(raw) if raw else None
-        view = self.observe(info, epoch, time.monotonic())
+        view = self.observe(info, epoch, lease_clock())
         current = view.leader_id is not None and info is not None
         return LeaseView(
             epoch=view.epoch,
