@@ -66,7 +66,7 @@ def test_full_lifecycle(harness: Harness) -> None:
 
     [notice] = h.coordinator.drain_notifications()
     assert notice == CompletionNotice(
-        notice.seq, cid, CheckpointKind.CHECKPOINT, pointer.metadata_uri
+        notice.seq, cid, CheckpointKind.CHECKPOINT, pointer.metadata_uri, trigger.timestamp_ms
     )
     assert h.coordinator.pending_checkpoint_ids() == []
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from sparkpoint.checkpoint import JobGraph, OperatorSubtaskState
+from sparkpoint.checkpoint import JobGraph, OperatorSubtaskState, serde
 from sparkpoint.client.credentials import Credentials
 from sparkpoint.client.models import Heartbeat, RestoreResponse
 from sparkpoint.client.transport import Transport, raise_for_error
-from sparkpoint.recovery import serde
 
 
 def _job(job_id: str) -> str:

@@ -21,13 +21,15 @@ OUTBOX_CAPACITY = 1024
 
 @dataclass(frozen=True, slots=True)
 class TriggerNotice:
-    """Snapshot at the next epoch boundary, writing state files into ``directory``."""
+    """Snapshot at the next epoch boundary, writing state files into ``directory``;
+    ``stop``: a savepoint that stops the job once it completes."""
 
     seq: int
     checkpoint_id: int
     kind: CheckpointKind
     timestamp_ms: int
     directory: str
+    stop: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +39,7 @@ class TriggerNotice:
             "kind": self.kind.value,
             "timestamp_ms": self.timestamp_ms,
             "directory": self.directory,
+            "stop": self.stop,
         }
 
 
@@ -48,6 +51,7 @@ class CompletionNotice:
     checkpoint_id: int
     kind: CheckpointKind
     metadata_uri: str
+    timestamp_ms: int = 0  # when it was triggered
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +60,7 @@ class CompletionNotice:
             "checkpoint_id": self.checkpoint_id,
             "kind": self.kind.value,
             "metadata_uri": self.metadata_uri,
+            "timestamp_ms": self.timestamp_ms,
         }
 
 
@@ -66,6 +71,8 @@ class AbortNotice:
     seq: int
     checkpoint_id: int
     reason: str
+    kind: CheckpointKind = CheckpointKind.CHECKPOINT
+    timestamp_ms: int = 0  # when it was triggered
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +80,8 @@ class AbortNotice:
             "seq": self.seq,
             "checkpoint_id": self.checkpoint_id,
             "reason": self.reason,
+            "kind": self.kind.value,
+            "timestamp_ms": self.timestamp_ms,
         }
 
 
@@ -87,20 +96,32 @@ class Outbox:
         self._seq = 0
         self._lock = threading.Lock()
 
-    def trigger(self, checkpoint_id: int, kind: CheckpointKind, ts: int, directory: str) -> None:
+    def trigger(
+        self, checkpoint_id: int, kind: CheckpointKind, ts: int, directory: str, stop: bool = False
+    ) -> None:
         with self._lock:
             self._seq += 1
-            self._notices.append(TriggerNotice(self._seq, checkpoint_id, kind, ts, directory))
+            self._notices.append(TriggerNotice(self._seq, checkpoint_id, kind, ts, directory, stop))
 
-    def complete(self, checkpoint_id: int, kind: CheckpointKind, metadata_uri: str) -> None:
+    def complete(
+        self, checkpoint_id: int, kind: CheckpointKind, metadata_uri: str, trigger_ms: int = 0
+    ) -> None:
         with self._lock:
             self._seq += 1
-            self._notices.append(CompletionNotice(self._seq, checkpoint_id, kind, metadata_uri))
+            self._notices.append(
+                CompletionNotice(self._seq, checkpoint_id, kind, metadata_uri, trigger_ms)
+            )
 
-    def abort(self, checkpoint_id: int, reason: str) -> None:
+    def abort(
+        self,
+        checkpoint_id: int,
+        reason: str,
+        kind: CheckpointKind = CheckpointKind.CHECKPOINT,
+        trigger_ms: int = 0,
+    ) -> None:
         with self._lock:
             self._seq += 1
-            self._notices.append(AbortNotice(self._seq, checkpoint_id, reason))
+            self._notices.append(AbortNotice(self._seq, checkpoint_id, reason, kind, trigger_ms))
 
     @property
     def last_seq(self) -> int:

@@ -99,7 +99,9 @@ class Transitions:
         )
         self.metrics.triggered()
         self.metrics.pending(len(self.tracker))
-        self.outbox.trigger(cid, pending.kind, pending.trigger_timestamp_ms, directory)
+        self.outbox.trigger(
+            cid, pending.kind, pending.trigger_timestamp_ms, directory, pending.stop_job
+        )
 
     def trigger_failed(
         self, checkpoint_id: int, kind: CheckpointKind, now: int, reason: str, *, periodic: bool
@@ -156,7 +158,7 @@ class Transitions:
         cid = pending.checkpoint_id
         self.tracker.finish(cid, CheckpointStatus.FAILED, reason)
         if notify:
-            self.outbox.abort(cid, reason)
+            self.outbox.abort(cid, reason, pending.kind, pending.trigger_timestamp_ms)
         self.stats.report_failed(cid, now, reason)
         self.metrics.failed(expired=expired)
         self.metrics.pending(len(self.tracker))
@@ -178,7 +180,7 @@ class Transitions:
         store subsumed (never savepoints)."""
         cid = pending.checkpoint_id
         self.tracker.finish(cid, CheckpointStatus.COMPLETED)
-        self.outbox.complete(cid, pointer.kind, pointer.metadata_uri)
+        self.outbox.complete(cid, pointer.kind, pointer.metadata_uri, pending.trigger_timestamp_ms)
         self.stats.report_completed(pointer)
         self.metrics.completed(
             pointer.duration_ms, pointer.completion_timestamp_ms, pointer.state_size, cid

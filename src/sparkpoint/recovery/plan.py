@@ -18,8 +18,8 @@ from sparkpoint.checkpoint import (
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorStateHandle,
+    serde,
 )
-from sparkpoint.recovery import serde
 
 #: Version of the plan's JSON shape; bumped on any incompatible change.
 PLAN_FORMAT = 1

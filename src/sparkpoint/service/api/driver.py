@@ -6,9 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from sparkpoint.checkpoint import JobGraph, OperatorSubtaskState
+from sparkpoint.checkpoint import JobGraph, OperatorSubtaskState, serde
 from sparkpoint.coordinator import Acknowledgement, CheckpointStatus
-from sparkpoint.recovery import serde
 from sparkpoint.service.api.models import (
     AckModel,
     AckReply,

@@ -108,7 +108,7 @@ class ReleaseRequest(BaseModel):
 
 
 class SubtaskStateModel(BaseModel):
-    """Handle dicts exactly as ``recovery.serde.keyed_to_dict`` / ``operator_to_dict``."""
+    """Handle dicts exactly as ``checkpoint.serde.keyed_to_dict`` / ``operator_to_dict``."""
 
     keyed: list[dict[str, Any]] = Field(default_factory=list)
     operator: list[dict[str, Any]] = Field(default_factory=list)
