@@ -25,6 +25,7 @@ def test_notices_can_be_fetched_again_until_drained(harness: Harness) -> None:
         "kind": "checkpoint",
         "metadata_uri": h.store.get_latest().metadata_uri,  # type: ignore[union-attr]
         "timestamp_ms": notices[0].timestamp_ms,  # when it was triggered
+        "stop": False,
     }
     assert h.coordinator.drain_notifications() == notices
     assert h.coordinator.drain_notifications() == []

@@ -16,7 +16,9 @@ from sparkpoint.checkpoint import JobGraph
 from sparkpoint.client import CoordinatorClient
 from sparkpoint.ha import ZooKeeperConnection
 from sparkpoint.ops.zookeeper import LocalZooKeeper
+from sparkpoint.runs.errors import NotLeaderError
 from sparkpoint.service import Service
+from sparkpoint.service.term import Term
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.coordinator.support import keyed_state
 from tests.support.waiting import wait_until
@@ -62,6 +64,18 @@ def retained(conn: ZooKeeperConnection) -> list[int]:
     return [p.checkpoint_id for p in ZooKeeperCompletedCheckpointStore(conn, JOB, None).recover()]
 
 
+def leading_term(service: Service) -> Term:
+    """The replica's term once it leads and has resumed its jobs."""
+
+    def term() -> Term | None:
+        try:
+            return service.replica.active_term()
+        except NotLeaderError:
+            return None
+
+    return wait_until(term, timeout=60, message="the replica leads")
+
+
 def hold_cleanup(service: Service) -> threading.Event:
     """Hold the replica's deletion queue (what a slow HDFS does): set the event to go on."""
     gate = threading.Event()
@@ -99,7 +113,7 @@ def test_a_job_registered_again_continues_its_ids_and_its_old_deletions_spare_it
 
 
 def test_deletions_a_term_queued_are_dropped_once_it_no_longer_leads(service, tmp_path) -> None:
-    term = service.replica.active_term()
+    term = leading_term(service)
     gate = hold_cleanup(service)
     victim = tmp_path / "checkpoints" / JOB / "chk-7"
     victim.mkdir(parents=True)
@@ -122,7 +136,7 @@ def test_a_plan_made_after_a_graph_change_names_the_checkpoint_the_old_coordinat
 
         # The old coordinator's next checkpoint is fully acknowledged and its pointer is on
         # its way to ZooKeeper (held just before the write) when the job is registered again.
-        old_session = service.replica.active_term().session(JOB)
+        old_session = leading_term(service).session(JOB)
         publishing, go_on = threading.Event(), threading.Event()
         held_add = hold_once(old_session.store, "add_checkpoint_and_subsume_oldest",
                              publishing, go_on)  # fmt: skip
@@ -201,8 +215,7 @@ def test_an_undecodable_pointer_keeps_its_checkpoint_directory(
 
     second = start_in_process(tmp_path, zk_server.connect_string, cluster_id, settings)
     try:
-        term = second.replica.active_term()
-        wait_until(term.ready.is_set, timeout=60, message="the job resumed")
+        term = leading_term(second)
         report = term.orphans.collect(dry_run=False)
         (job,) = report.jobs
         assert older in job.retained and newer in job.retained

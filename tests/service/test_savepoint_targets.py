@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from sparkpoint.config import load_config
+from sparkpoint.runs.errors import SavepointTargetError
 from sparkpoint.service import Service, start_service
-from sparkpoint.service.errors import SavepointTargetError
 from sparkpoint.service.targets import check_savepoint_target
 from tests.support.waiting import wait_until
 

@@ -15,7 +15,7 @@ from sparkpoint.client.errors import (
     Superseded,
     Unavailable,
 )
-from sparkpoint.client.models import Heartbeat, Notification, RestoreResponse
+from sparkpoint.client.models import Heartbeat, RestoreResponse
 
 __all__ = [
     "ClientError",
@@ -25,7 +25,6 @@ __all__ = [
     "Heartbeat",
     "Invalid",
     "NotFound",
-    "Notification",
     "Refused",
     "RestoreResponse",
     "Superseded",

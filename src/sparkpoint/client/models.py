@@ -6,39 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkpoint.recovery.plan import RestorePlan
-
-
-@dataclass(frozen=True, slots=True)
-class Notification:
-    """One trigger, completion or abort notice of a heartbeat reply.
-
-    ``directory`` (triggers): where the subtasks write this checkpoint's state files.
-    ``metadata_uri`` (completions): the committed `_metadata`.
-    """
-
-    seq: int
-    type: str
-    checkpoint_id: int
-    kind: str
-    timestamp_ms: int
-    reason: str | None = None
-    stop: bool = False
-    directory: str | None = None
-    metadata_uri: str | None = None
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Notification:
-        return cls(
-            seq=int(data["seq"]),
-            type=str(data["type"]),
-            checkpoint_id=int(data["checkpoint_id"]),
-            kind=str(data.get("kind", "checkpoint")),
-            timestamp_ms=int(data.get("timestamp_ms", 0)),
-            reason=data.get("reason"),
-            stop=bool(data.get("stop", False)),
-            directory=data.get("directory"),
-            metadata_uri=data.get("metadata_uri"),
-        )
+from sparkpoint.runs.messages import RunNotice, notice_from_dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +16,7 @@ class Heartbeat:
 
     leader_epoch: int
     job_status: str
-    notifications: list[Notification]
+    notifications: list[RunNotice]
     role: str = "active"
     notification_seq: int = 0
 
@@ -61,7 +29,7 @@ class Heartbeat:
         return cls(
             leader_epoch=int(data["leader_epoch"]),
             job_status=str(data["job_status"]),
-            notifications=[Notification.from_dict(n) for n in data.get("notifications", [])],
+            notifications=[notice_from_dict(n) for n in data.get("notifications", [])],
             role=str(data.get("role", "active")),
             notification_seq=int(data.get("notification_seq", 0)),
         )

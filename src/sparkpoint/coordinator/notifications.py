@@ -52,6 +52,7 @@ class CompletionNotice:
     kind: CheckpointKind
     metadata_uri: str
     timestamp_ms: int = 0  # when it was triggered
+    stop: bool = False  # a savepoint that stops the job
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +62,7 @@ class CompletionNotice:
             "kind": self.kind.value,
             "metadata_uri": self.metadata_uri,
             "timestamp_ms": self.timestamp_ms,
+            "stop": self.stop,
         }
 
 
@@ -73,6 +75,7 @@ class AbortNotice:
     reason: str
     kind: CheckpointKind = CheckpointKind.CHECKPOINT
     timestamp_ms: int = 0  # when it was triggered
+    stop: bool = False  # a savepoint that would have stopped the job
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +85,7 @@ class AbortNotice:
             "reason": self.reason,
             "kind": self.kind.value,
             "timestamp_ms": self.timestamp_ms,
+            "stop": self.stop,
         }
 
 
@@ -104,12 +108,17 @@ class Outbox:
             self._notices.append(TriggerNotice(self._seq, checkpoint_id, kind, ts, directory, stop))
 
     def complete(
-        self, checkpoint_id: int, kind: CheckpointKind, metadata_uri: str, trigger_ms: int = 0
+        self,
+        checkpoint_id: int,
+        kind: CheckpointKind,
+        metadata_uri: str,
+        trigger_ms: int = 0,
+        stop: bool = False,
     ) -> None:
         with self._lock:
             self._seq += 1
             self._notices.append(
-                CompletionNotice(self._seq, checkpoint_id, kind, metadata_uri, trigger_ms)
+                CompletionNotice(self._seq, checkpoint_id, kind, metadata_uri, trigger_ms, stop)
             )
 
     def abort(
@@ -118,10 +127,13 @@ class Outbox:
         reason: str,
         kind: CheckpointKind = CheckpointKind.CHECKPOINT,
         trigger_ms: int = 0,
+        stop: bool = False,
     ) -> None:
         with self._lock:
             self._seq += 1
-            self._notices.append(AbortNotice(self._seq, checkpoint_id, reason, kind, trigger_ms))
+            self._notices.append(
+                AbortNotice(self._seq, checkpoint_id, reason, kind, trigger_ms, stop)
+            )
 
     @property
     def last_seq(self) -> int:

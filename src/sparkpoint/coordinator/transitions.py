@@ -158,7 +158,9 @@ class Transitions:
         cid = pending.checkpoint_id
         self.tracker.finish(cid, CheckpointStatus.FAILED, reason)
         if notify:
-            self.outbox.abort(cid, reason, pending.kind, pending.trigger_timestamp_ms)
+            self.outbox.abort(
+                cid, reason, pending.kind, pending.trigger_timestamp_ms, pending.stop_job
+            )
         self.stats.report_failed(cid, now, reason)
         self.metrics.failed(expired=expired)
         self.metrics.pending(len(self.tracker))
@@ -180,7 +182,9 @@ class Transitions:
         store subsumed (never savepoints)."""
         cid = pending.checkpoint_id
         self.tracker.finish(cid, CheckpointStatus.COMPLETED)
-        self.outbox.complete(cid, pointer.kind, pointer.metadata_uri, pending.trigger_timestamp_ms)
+        self.outbox.complete(
+            cid, pointer.kind, pointer.metadata_uri, pending.trigger_timestamp_ms, pending.stop_job
+        )
         self.stats.report_completed(pointer)
         self.metrics.completed(
             pointer.duration_ms, pointer.completion_timestamp_ms, pointer.state_size, cid

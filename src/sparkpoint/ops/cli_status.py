@@ -30,7 +30,7 @@ from sparkpoint.ops.status_sources import (
     leader_address,
     zookeeper,
 )
-from sparkpoint.service.errors import ServiceError
+from sparkpoint.runs.errors import ServiceError
 from sparkpoint.storage import CheckpointStorage
 
 F = Callable[..., Any]

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.channel import (
-    ChannelNotice,
     CheckpointAborted,
     CheckpointChannel,
     CheckpointCompleted,
     Restored,
+    RunNotice,
     RunSuperseded,
     TriggerCheckpoint,
 )
@@ -52,7 +52,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ChannelNotice",
     "CheckpointAborted",
     "CheckpointChannel",
     "CheckpointCompleted",
@@ -74,6 +73,7 @@ __all__ = [
     "Pipeline",
     "PipelineDriver",
     "Restored",
+    "RunNotice",
     "RunSuperseded",
     "RuntimeContext",
     "Slot",

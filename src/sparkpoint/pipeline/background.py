@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from sparkpoint.checkpoint import JobGraph
 from sparkpoint.pipeline.channel import (
     Ack,
-    ChannelNotice,
     CheckpointChannel,
     Restored,
+    RunNotice,
     RunSuperseded,
 )
 
@@ -33,7 +33,7 @@ class BackgroundChannel:
     def __init__(self, channel: CheckpointChannel, *, interval_s: float = 0.2) -> None:
         self.inner = channel
         self._interval = interval_s
-        self._notices: queue.SimpleQueue[ChannelNotice] = queue.SimpleQueue()
+        self._notices: queue.SimpleQueue[RunNotice] = queue.SimpleQueue()
         self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
@@ -44,7 +44,7 @@ class BackgroundChannel:
     def register(self, graph: JobGraph, *, standby: bool = False) -> str:
         return self.inner.register(graph, standby=standby)
 
-    def wait_for_grant(self) -> list[ChannelNotice]:
+    def wait_for_grant(self) -> list[RunNotice]:
         return self.inner.wait_for_grant()
 
     def release(self) -> None:
@@ -85,7 +85,7 @@ class BackgroundChannel:
         if self.superseded is not None:
             raise self.superseded
 
-    def heartbeat(self) -> list[ChannelNotice]:
+    def heartbeat(self) -> list[RunNotice]:
         self._check()
         self._start()
         notices = []

@@ -1,7 +1,9 @@
 """The seam between the driver's epoch loop and the checkpoint coordinator.
 
-Two implementations: :class:`~sparkpoint.pipeline.embedded.EmbeddedChannel` runs a real
-``CheckpointCoordinator`` inside the driver (one process, no service), and
+The messages are those of ``sparkpoint.runs`` (one set for every channel). Two
+implementations, both adapters over that package's driver-run lifecycle:
+:class:`~sparkpoint.pipeline.embedded.EmbeddedChannel` runs it, with a real
+``CheckpointCoordinator``, inside the driver (one process, no service), and
 :class:`~sparkpoint.pipeline.remote.RemoteChannel` talks to the HA service through
 ``sparkpoint.client.CoordinatorClient`` and follows its leader.
 """
@@ -9,57 +11,29 @@ Two implementations: :class:`~sparkpoint.pipeline.embedded.EmbeddedChannel` runs
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
-from sparkpoint.checkpoint import CheckpointKind, JobGraph, OperatorSubtaskState
-from sparkpoint.recovery import RestorePlan
+from sparkpoint.checkpoint import JobGraph
+from sparkpoint.runs.messages import (
+    Ack,
+    CheckpointAborted,
+    CheckpointCompleted,
+    Restored,
+    RunNotice,
+    RunSuperseded,
+    TriggerCheckpoint,
+)
 
-
-@dataclass(frozen=True, slots=True)
-class TriggerCheckpoint:
-    """Snapshot at the next epoch boundary into ``directory`` (the checkpoint's or
-    savepoint's directory); ``stop``: stop the job once this savepoint completes."""
-
-    checkpoint_id: int
-    kind: CheckpointKind
-    directory: str
-    stop: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointCompleted:
-    checkpoint_id: int
-    kind: CheckpointKind
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointAborted:
-    checkpoint_id: int
-    reason: str
-
-
-ChannelNotice = TriggerCheckpoint | CheckpointCompleted | CheckpointAborted
-
-
-@dataclass(frozen=True, slots=True)
-class Restored:
-    """What the job restored from, and the plan at the new parallelism."""
-
-    checkpoint_id: int
-    kind: CheckpointKind
-    metadata_uri: str
-    plan: RestorePlan
-
-
-Ack = tuple[str, int, OperatorSubtaskState]
-
-
-class RunSuperseded(Exception):
-    """This driver run is no longer the job's current one: a newer run registered (a
-    restarted driver, a standby that took over). Every call of the old run is refused
-    and changes nothing; the driver must stop without committing anything more. The
-    message names both runs."""
+__all__ = [
+    "Ack",
+    "CheckpointAborted",
+    "CheckpointChannel",
+    "CheckpointCompleted",
+    "Restored",
+    "RunNotice",
+    "RunSuperseded",
+    "TriggerCheckpoint",
+]
 
 
 class CheckpointChannel(Protocol):
@@ -77,7 +51,7 @@ class CheckpointChannel(Protocol):
         when the job has no active run)."""
         ...
 
-    def wait_for_grant(self) -> list[ChannelNotice]:
+    def wait_for_grant(self) -> list[RunNotice]:
         """A standby run: heartbeat until the coordinator grants it the job (the active
         run went silent or released it), and return the notices that came with the grant
         (the first trigger rides on it). Returns at once for an active run; raises
@@ -93,7 +67,7 @@ class CheckpointChannel(Protocol):
         there is nothing to restore (a first start)."""
         ...
 
-    def heartbeat(self) -> list[ChannelNotice]:
+    def heartbeat(self) -> list[RunNotice]:
         """Say the driver is alive; get the notices that arrived since the last call."""
         ...
 

@@ -32,11 +32,11 @@ from sparkpoint.checkpoint import (
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.channel import (
     Ack,
-    ChannelNotice,
     CheckpointAborted,
     CheckpointChannel,
     CheckpointCompleted,
     Restored,
+    RunNotice,
     RunSuperseded,
     TriggerCheckpoint,
 )
@@ -143,7 +143,7 @@ class PipelineDriver:
         self._sink = pipeline.sink_op
         assert self._source is not None and self._sink is not None
         self._triggers: list[TriggerCheckpoint] = []
-        self._granted_notices: list[ChannelNotice] = []
+        self._granted_notices: list[RunNotice] = []
         self._function_notices: list[tuple[str, int]] = []
         self._stop_savepoint: int | None = None
         self._stopped = False

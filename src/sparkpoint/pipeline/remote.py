@@ -26,19 +26,10 @@ from sparkpoint.client import (
     CoordinatorClient,
     Credentials,
     NotFound,
-    Notification,
     Superseded,
     Unavailable,
 )
-from sparkpoint.pipeline.channel import (
-    Ack,
-    ChannelNotice,
-    CheckpointAborted,
-    CheckpointCompleted,
-    Restored,
-    RunSuperseded,
-    TriggerCheckpoint,
-)
+from sparkpoint.pipeline.channel import Ack, Restored, RunNotice, RunSuperseded
 from sparkpoint.pipeline.liveness import LivenessListener
 
 log = logging.getLogger(__name__)
@@ -55,7 +46,7 @@ class RemoteChannel:
         checkpoint_config: dict[str, Any] | None = None,
         timeout_s: float = 5.0,
         retry_for_s: float = 60.0,
-        on_notice: Callable[[Notification], None] | None = None,
+        on_notice: Callable[[RunNotice], None] | None = None,
         credentials: Credentials | None = None,
     ) -> None:
         # credentials None: SPARKPOINT_TOKEN_FILE / SPARKPOINT_CA_FILE (docs/security.md).
@@ -103,7 +94,7 @@ class RemoteChannel:
         log.info("job %s: this driver is %s run %s", graph.job_id, role, self._run_id)
         return self._run_id
 
-    def wait_for_grant(self, poll_s: float = 0.05) -> list[ChannelNotice]:
+    def wait_for_grant(self, poll_s: float = 0.05) -> list[RunNotice]:
         while self.standby:
             try:
                 with self._as_run():
@@ -152,7 +143,7 @@ class RemoteChannel:
             reply.plan,
         )
 
-    def heartbeat(self) -> list[ChannelNotice]:
+    def heartbeat(self) -> list[RunNotice]:
         try:
             with self._as_run():
                 beat = self.client.heartbeat(self.job_id, self._seq, run_id=self.run_id)
@@ -163,20 +154,12 @@ class RemoteChannel:
             return []
         return self._translate(beat.notifications)
 
-    def _translate(self, notifications: Sequence[Notification]) -> list[ChannelNotice]:
-        notices: list[ChannelNotice] = []
-        for n in notifications:
+    def _translate(self, notices: Sequence[RunNotice]) -> list[RunNotice]:
+        for n in notices:
             self._seq = max(self._seq, n.seq)
             if self._on_notice is not None:
                 self._on_notice(n)
-            if n.type == "trigger" and n.directory:
-                kind = CheckpointKind(n.kind)
-                notices.append(TriggerCheckpoint(n.checkpoint_id, kind, n.directory, n.stop))
-            elif n.type == "complete":
-                notices.append(CheckpointCompleted(n.checkpoint_id, CheckpointKind(n.kind)))
-            elif n.type == "abort":
-                notices.append(CheckpointAborted(n.checkpoint_id, n.reason or ""))
-        return notices
+        return list(notices)
 
     def acknowledge(self, checkpoint_id: int, acks: Sequence[Ack]) -> bool:
         try:
@@ -187,7 +170,10 @@ class RemoteChannel:
         except (NotFound, Conflict, Unavailable) as exc:
             log.info("checkpoint %d dropped: %s", checkpoint_id, exc)
             return False
-        return reply.get("status") != "failed"
+        if reply.get("status") == "failed":
+            log.info("checkpoint %d dropped: %s", checkpoint_id, reply.get("reason"))
+            return False
+        return True
 
     def decline(self, checkpoint_id: int, operator_uid: str, subtask: int, reason: str) -> None:
         try:

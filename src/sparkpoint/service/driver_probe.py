@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sparkpoint import metrics
 from sparkpoint.liveness import Liveness, probe
-from sparkpoint.service.session import JobSession
+from sparkpoint.runs.session import JobSession
 
 log = logging.getLogger(__name__)
 

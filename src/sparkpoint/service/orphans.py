@@ -53,7 +53,7 @@ from sparkpoint.service.backend import ListedIds
 from sparkpoint.storage import OrphanDirectory
 
 if TYPE_CHECKING:
-    from sparkpoint.service.session import JobSession
+    from sparkpoint.runs.session import JobSession
     from sparkpoint.service.term import Term
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from typing import Any
 from sparkpoint.config import Config
 from sparkpoint.coordinator import CleanupWorker
 from sparkpoint.ha import HAError, LeaderElection, Leadership
+from sparkpoint.runs.errors import NotLeaderError
 from sparkpoint.service.backend import Backend
-from sparkpoint.service.errors import NotLeaderError
 from sparkpoint.service.term import Term
 from sparkpoint.storage import CheckpointStorage
 

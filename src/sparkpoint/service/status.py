@@ -12,9 +12,9 @@ from typing import Any
 
 from sparkpoint.checkpoint import CheckpointPointer
 from sparkpoint.metadata import MetadataError, describe_checkpoint
+from sparkpoint.runs.errors import UnknownCheckpointIdError, UnknownJobError
+from sparkpoint.runs.session import JobSession
 from sparkpoint.service.backend import Backend
-from sparkpoint.service.errors import UnknownCheckpointIdError, UnknownJobError
-from sparkpoint.service.session import JobSession
 from sparkpoint.service.term import Term
 from sparkpoint.storage import CheckpointStorage, StorageError
 from sparkpoint.store import JobRecord

@@ -8,7 +8,7 @@ The check is made before anything is triggered, so a refused target is never tou
 >>> check_savepoint_target("/data/savepoints/../etc", ("/data/savepoints",))
 Traceback (most recent call last):
 ...
-sparkpoint.service.errors.SavepointTargetError: ... '..' segments are not allowed (...)
+sparkpoint.runs.errors.SavepointTargetError: ... '..' segments are not allowed (...)
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from sparkpoint import metrics
-from sparkpoint.service.errors import SavepointTargetError
+from sparkpoint.runs.errors import SavepointTargetError
 from sparkpoint.storage import StorageError
 from sparkpoint.storage.uri import LOCAL_SCHEMES, Uri, parse
 

@@ -12,26 +12,17 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Mapping
-from typing import Any
 
-from sparkpoint.checkpoint import JobGraph, JobStatus
+from sparkpoint.checkpoint import JobStatus
 from sparkpoint.coordinator import CheckpointCoordinator, CleanupWorker, CoordinatorStoppedError
 from sparkpoint.ha import Leadership
+from sparkpoint.runs.job_runs import JobRuns
+from sparkpoint.runs.session import JobSession, term_base
 from sparkpoint.service.backend import Backend, ListedIds
 from sparkpoint.service.driver_probe import DriverProber
-from sparkpoint.service.errors import (
-    JobGraphConflictError,
-    JobNotSettledError,
-    NotLeaderError,
-    UnknownJobError,
-)
 from sparkpoint.service.lifecycle import end_job
-from sparkpoint.service.notices import term_base
-from sparkpoint.service.options import job_options
 from sparkpoint.service.orphans import OrphanCollector
-from sparkpoint.service.session import JobSession
 from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store import JobRecord
 
@@ -69,7 +60,6 @@ class Term:
         self.storage = storage
         self._defaults = dict(option_defaults)
         self._heartbeat_timeout_s = heartbeat_timeout_s
-        self._driver_takeover_timeout_s = driver_takeover_timeout_s
         self._prober = DriverProber(driver_probe_after_s, own_address=own_address)
         # Deletions this term queues run only while it leads (docs/architecture.md §12).
         self._cleanup = cleanup.bound(leadership.can_act)
@@ -77,12 +67,13 @@ class Term:
         self.ready = threading.Event()
         self.closed = False
         self.close_reason = ""
-        self._sessions: dict[str, JobSession] = {}
+        self._runs = JobRuns(
+            self, option_defaults=option_defaults, takeover_timeout_s=driver_takeover_timeout_s
+        )
         self._lock = threading.RLock()
         # Rounds of tick() completed: a request can wait for the worker's next round.
         self._rounds = 0
         self._round_done = threading.Condition()
-        self._register_lock = threading.Lock()
         self.orphans = OrphanCollector(
             self, grace_period_s=orphan_grace_s, interval_s=orphan_interval_s
         )
@@ -106,7 +97,7 @@ class Term:
                 if self.closed:
                     session.coordinator.stop(self.close_reason)
                     return
-                self._sessions[record.job_id] = session
+                self._runs.adopt(session)
             log.info("resumed job %s (epoch %d)", record.job_id, self.epoch)
         self.ready.set()
         self.orphans.start()  # only now: the stores of every job have been read
@@ -116,7 +107,7 @@ class Term:
         with self._lock:
             self.closed = True
             self.close_reason = reason
-            sessions = list(self._sessions.values())
+        sessions = self._runs.sessions()
         self.orphans.stop()
         self._prober.close()
         for session in sessions:
@@ -148,8 +139,7 @@ class Term:
                 continue  # replaced by a re-registration meanwhile
             self._persist_status(session)
             self._prober.consider(session)
-            if session.takeover_due(self._driver_takeover_timeout_s):
-                self._grant_standby(session)
+            self._runs.grant_if_due(session)
 
     # --- jobs -------------------------------------------------------------------------
 
@@ -158,183 +148,38 @@ class Term:
         return self._backend.listed_ids(job_id)
 
     def sessions(self) -> list[JobSession]:
-        with self._lock:
-            return list(self._sessions.values())
+        return self._runs.sessions()
 
     def session(self, job_id: str) -> JobSession:
-        with self._lock:
-            session = self._sessions.get(job_id)
-        if session is None:
-            raise UnknownJobError(f"job {job_id!r} is not registered")
-        return session
+        return self._runs.session(job_id)
 
-    def register(
-        self,
-        graph: JobGraph,
-        config: Mapping[str, Any],
-        *,
-        replace: bool,
-        standby: bool = False,
-        address: str = "",
-    ) -> tuple[JobSession, str]:
-        """Register ``graph`` (idempotent for the same graph and options: the job keeps its
-        coordinator). Every registration is a new driver run with a new id, persisted with
-        the job's record so that the next leader too refuses every earlier run. Returns the
-        session and the run id.
+    @property
+    def runs(self) -> JobRuns:
+        """The driver runs of this term's jobs (registration, grants, heartbeats, acks)."""
+        return self._runs
 
-        ``standby``: register as the job's warm standby run instead, when the job is running
-        with the same graph and options (else this run becomes the active one); it replaces
-        any earlier standby. ``address``: where the run's driver process answers liveness
-        probes (see :mod:`sparkpoint.service.driver_probe`)."""
-        options = job_options(self._defaults, config)  # refuse bad options before any write
-        run_id = uuid.uuid4().hex
-        if standby:
-            session = self._register_standby(graph, options, run_id, address)
-            if session is not None:
-                return session, run_id
-        with self._register_lock:
-            with self._lock:
-                existing = self._sessions.get(graph.job_id)
-            old = existing.record if existing else self.registry.get(graph.job_id)
-            if old is not None:
-                old_uids = {op.uid for op in old.graph.operators}
-                new_uids = {op.uid for op in graph.operators}
-                if old_uids != new_uids and not replace:
-                    raise JobGraphConflictError(
-                        f"job {graph.job_id} is registered with operators "
-                        f"{sorted(old_uids)}, not {sorted(new_uids)}; send replace=true to "
-                        "replace its graph"
-                    )
-            if (
-                existing is not None
-                and existing.record.graph == graph
-                and existing.coordinator.options == options
-                and existing.job_status() in (JobStatus.RUNNING, JobStatus.CREATED)
-            ):
-                self.leadership.ensure_can_act()
-                # Refuse the earlier run from now on, then make it last beyond this term.
-                existing.coordinator.begin_run(run_id)
-                existing.released = False
-                record = existing.record.with_run(run_id, address)
-                self.registry.put(record)
-                existing.record = record
-                log.info("job %s: driver run %s registered", graph.job_id, run_id)
-                return existing, run_id
-            record = JobRecord(
-                graph,
-                dict(config),
-                JobStatus.RUNNING,
-                run_id=run_id,
-                run_address=address,
-                **({"registered_ms": old.registered_ms} if old is not None else {}),
-            )
-            self.leadership.ensure_can_act()
-            if existing is not None:
-                existing.coordinator.begin_run(run_id)
-            self.registry.put(record)
-            base = existing.last_seq() if existing else term_base(self.epoch)
-            if existing is not None:
-                existing.coordinator.stop(f"job {graph.job_id} registered again")
-                self._settle(existing)
-            session = self._open(record, base)
-            with self._lock:
-                if self.closed:
-                    session.coordinator.stop(self.close_reason)
-                    raise NotLeaderError(f"leadership lost: {self.close_reason}")
-                self._sessions[graph.job_id] = session
-            log.info(
-                "registered job %s (%d operators), driver run %s",
-                graph.job_id,
-                len(graph.operators),
-                run_id,
-            )
-            return session, run_id
+    # --- RunHost: what the driver runs need of a term -----------------------------------
 
-    # --- standby driver runs ----------------------------------------------------------
+    def ensure_can_act(self) -> None:
+        self.leadership.ensure_can_act()
 
-    def _register_standby(
-        self, graph: JobGraph, options: Any, run_id: str, address: str
-    ) -> JobSession | None:
-        """Make ``run_id`` the standby of a running job; None when the job has no active
-        run to stand by for (the caller registers it as active instead)."""
-        with self._register_lock:
-            with self._lock:
-                existing = self._sessions.get(graph.job_id)
-            if existing is None or existing.job_status() not in (
-                JobStatus.RUNNING,
-                JobStatus.CREATED,
-            ):
-                return None
-            if existing.record.graph != graph or existing.coordinator.options != options:
-                raise JobGraphConflictError(
-                    f"job {graph.job_id}: a standby driver must register the active run's "
-                    "graph and checkpointing options"
-                )
-            self.leadership.ensure_can_act()
-            record = existing.record.with_standby(run_id, address)
-            self.registry.put(record)
-            existing.record = record
-        log.info("job %s: standby driver run %s registered", graph.job_id, run_id)
-        return existing
+    def closed_reason(self) -> str | None:
+        return self.close_reason if self.closed else None
 
-    def release(self, job_id: str, run_id: str) -> None:
-        """A driver run ends cleanly: the active run's standby (if any) takes over at once;
-        a standby that leaves is forgotten. Any other run is refused."""
-        session = self.session(job_id)
-        with self._register_lock:
-            if session.standby_run_id and run_id == session.standby_run_id:
-                self.leadership.ensure_can_act()
-                record = session.record.with_standby("")
-                self.registry.put(record)
-                session.record = record
-                return
-            session.check_run(run_id)
-            session.released = True
-        log.info("job %s: driver run %s released the job", job_id, run_id)
+    def stored_record(self, job_id: str) -> JobRecord | None:
+        return self.registry.get(job_id)
 
-    def _grant_standby(self, session: JobSession) -> None:
-        """End the silent (or released) active run and make the standby the current run:
-        the fence refuses the old run's calls from now on."""
-        with self._register_lock:
-            with self._lock:
-                if self._sessions.get(session.job_id) is not session:
-                    return
-            if not session.takeover_due(self._driver_takeover_timeout_s):
-                return
-            old, standby = session.run_id, session.standby_run_id
-            why = ("released it" if session.released
-                   else "is gone (its process refused a probe)" if session.run_gone()
-                   else "went silent")  # fmt: skip
-            self.leadership.ensure_can_act()
-            session.coordinator.begin_run(standby, due_now=True)
-            record = session.record.with_standby_granted()
-            self.registry.put(record)
-            session.record = record
-            session.granted()
-        log.warning(
-            "job %s: driver run %s %s; standby run %s granted the job",
-            session.job_id,
-            old,
-            why,
-            standby,
-        )
+    def persist(self, record: JobRecord) -> None:
+        self.registry.put(record)
 
-    @staticmethod
-    def _settle(replaced: JobSession) -> None:
-        """Wait until the replaced coordinator's last checkpoint left the finaliser
-        (completed, aborted, or in doubt). Only then does the new session read the store,
-        so its first restore plan names the newest checkpoint there is, never one that a
-        late completion of the old coordinator subsumes (and deletes) a moment after."""
-        try:
-            replaced.coordinator.await_finalizations()
-        except TimeoutError as exc:
-            raise JobNotSettledError(
-                f"job {replaced.job_id}: its previous coordinator is still publishing a "
-                "checkpoint; register again shortly"
-            ) from exc
+    def notice_base(self) -> int:
+        return term_base(self.epoch)
+
+    def open_session(self, record: JobRecord, notice_base: int) -> JobSession:
+        return self._open(record, notice_base)
 
     def _open(self, record: JobRecord, notice_base: int, *, resumed: bool = False) -> JobSession:
-        options = job_options(self._defaults, record.checkpoint_config)
+        options = self._runs.options(record.checkpoint_config)
         counter = self._backend.counter(record.job_id, self.leadership)
         counter.start()
         store = self._backend.store(record.job_id, self.leadership, options.max_retained)
@@ -363,13 +208,10 @@ class Term:
         if status not in _PERSISTED or status is session.persisted_status:
             return
         reason = session.coordinator.failure_reason or ""
-        with self._register_lock:  # never write back a record a registration replaced
-            with self._lock:
-                if self._sessions.get(session.job_id) is not session:
-                    return
-            record = session.record.with_status(status, reason)
-            self.registry.put(record)
-            session.record = record
+        # Never written back over a record a registration replaced meanwhile.
+        record = session.record.with_status(status, reason)
+        if not self._runs.update_record(session, record):
+            return
         session.persisted_status = status
         if status.is_globally_terminal:
             # The session stays in memory so the driver still hears how its job ended.

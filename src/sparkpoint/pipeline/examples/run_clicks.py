@@ -10,7 +10,6 @@ With ``--coordinator`` it uses the HA service instead of an embedded coordinator
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -19,8 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.client import Notification
-from sparkpoint.pipeline.channel import CheckpointChannel
+from sparkpoint.pipeline.channel import CheckpointChannel, RunNotice
 from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
 from sparkpoint.pipeline.embedded import EmbeddedChannel
 from sparkpoint.pipeline.examples.clicks import clicks_pipeline
@@ -85,13 +83,13 @@ def check_channel_arguments(p: argparse.ArgumentParser, args: argparse.Namespace
         p.error("--standby needs --coordinator: standby drivers are granted by the service")
 
 
-def notice_log(path: Path) -> Callable[[Notification], None]:
+def notice_log(path: Path) -> Callable[[RunNotice], None]:
     """Append each notice to ``path`` as it arrives (one line, flushed: a killed driver
     leaves every notice it saw)."""
 
-    def record(n: Notification) -> None:
+    def record(n: RunNotice) -> None:
         with path.open("a") as f:
-            f.write(json.dumps({**dataclasses.asdict(n), "pid": os.getpid(),
+            f.write(json.dumps({**n.to_dict(), "pid": os.getpid(),
                                 "time": time.time()}) + "\n")  # fmt: skip
 
     return record

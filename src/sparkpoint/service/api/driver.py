@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 
 from sparkpoint.checkpoint import JobGraph, OperatorSubtaskState, serde
 from sparkpoint.coordinator import Acknowledgement, CheckpointStatus
+from sparkpoint.runs.errors import InvalidRequestError
 from sparkpoint.service.api.models import (
     AckModel,
     AckReply,
@@ -25,9 +26,7 @@ from sparkpoint.service.api.models import (
     TriggerReply,
     TriggerRequest,
 )
-from sparkpoint.service.errors import InvalidRequestError
 from sparkpoint.service.replica import Replica
-from sparkpoint.service.restore import restore_plan
 from sparkpoint.service.targets import check_savepoint_target
 from sparkpoint.service.term import Term
 
@@ -78,7 +77,7 @@ def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
     Starts a new driver run: earlier runs are refused from now on."""
     term = _term(request)
     graph = JobGraph.from_dict(body.graph.model_dump())
-    session, run_id = term.register(
+    registration = term.runs.register(
         graph,
         body.checkpoint_config,
         replace=body.replace,
@@ -86,14 +85,12 @@ def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
         address=body.probe_address,
     )
     return RegisterReply(
-        job_id=session.job_id,
+        job_id=graph.job_id,
         leader_epoch=term.epoch,
-        status=session.job_status().value,
-        notification_seq=session.last_seq()
-        if run_id == session.standby_run_id
-        else session.run_seq(),
-        run_id=run_id,
-        role="standby" if run_id == session.standby_run_id else "active",
+        status=registration.session.job_status().value,
+        notification_seq=registration.notification_seq,
+        run_id=registration.run_id,
+        role=registration.role,  # type: ignore[arg-type]
     )
 
 
@@ -102,38 +99,37 @@ def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str
     """Mark the job connected; the reply carries notices after ``after_seq``. A standby
     run's heartbeat carries none: it only learns whether it was granted the job."""
     term = _term(request)
-    session = term.session(job_id)
-    was_connected = session.connected()
-    role = session.heartbeat(body.run_id)
-    if role == "active" and not was_connected:
+    was_connected = term.session(job_id).connected()
+    beat = term.runs.heartbeat(job_id, body.run_id, body.after_seq)
+    if beat.role == "active" and not was_connected:
         # The driver is heard for the first time in this term (a failover, or it is back
         # from a gap): let the worker trigger what is due now, so that the trigger rides
         # on this reply instead of waiting for the next heartbeat. Bounded: a slow round
         # only delays this reply, never loses a notice (the next heartbeat carries it).
         request.app.state.replica.wake()
         term.await_rounds(2, timeout_s=0.2)
+        beat = term.runs.heartbeat(job_id, body.run_id, body.after_seq)
     return {
         "leader_epoch": term.epoch,
-        "job_status": session.job_status().value,
-        "notifications": session.notifications(body.after_seq) if role == "active" else [],
-        "role": role,
-        "notification_seq": session.last_seq(),
+        "job_status": beat.job_status.value,
+        "notifications": [n.to_dict() for n in beat.notices],
+        "role": beat.role,
+        "notification_seq": beat.notification_seq,
     }
 
 
 @router.post("/jobs/{job_id}/release")
 def release(job_id: str, body: ReleaseRequest, request: Request) -> dict[str, Any]:
     """A driver run ends cleanly: its standby, if any, is granted the job now."""
-    _term(request).release(job_id, body.run_id)
+    _term(request).runs.release(job_id, body.run_id)
     return {}
 
 
 @router.post("/jobs/{job_id}/checkpoints/{checkpoint_id}/acks", response_model=AckReply)
 def acknowledge(job_id: str, checkpoint_id: int, body: AcksRequest, request: Request) -> AckReply:
     """Acknowledge subtasks of a checkpoint, all or nothing."""
-    session = _term(request).session(job_id)
     acks = [Acknowledgement(a.operator_uid, a.subtask, _state(a)) for a in body.acks]
-    result = session.coordinator.acknowledge_all(checkpoint_id, acks, run_id=body.run_id)
+    result = _term(request).runs.acknowledge(job_id, checkpoint_id, acks, body.run_id)
     return AckReply(
         checkpoint_id=result.checkpoint_id,
         status=_STATUS[result.status],  # type: ignore[arg-type]
@@ -147,9 +143,8 @@ def decline(
     job_id: str, checkpoint_id: int, body: DeclineRequest, request: Request
 ) -> dict[str, Any]:
     """A subtask could not snapshot: the checkpoint fails."""
-    session = _term(request).session(job_id)
-    session.coordinator.decline(
-        checkpoint_id, body.operator_uid, body.subtask, body.reason, run_id=body.run_id
+    _term(request).runs.decline(
+        job_id, checkpoint_id, body.operator_uid, body.subtask, body.reason, body.run_id
     )
     return {}
 
@@ -157,17 +152,15 @@ def decline(
 @router.post("/jobs/{job_id}/restore-plan", response_model=RestorePlanReply)
 def plan(job_id: str, body: RestorePlanRequest, request: Request) -> dict[str, Any]:
     """Which checkpoint to restore and what every new subtask reads."""
-    term = _term(request)
-    session = term.session(job_id)
     graph = JobGraph.from_dict(body.graph.model_dump())
-    return restore_plan(
-        session,
-        term.storage,
+    planned = _term(request).runs.restore_plan(
+        job_id,
         graph,
         run_id=body.run_id,
         pointer=body.pointer,
         allow_non_restored_state=body.allow_non_restored_state,
     )
+    return planned.to_dict()
 
 
 @router.post("/jobs/{job_id}/checkpoints", status_code=202, response_model=TriggerReply)
@@ -175,22 +168,19 @@ def trigger_checkpoint(
     job_id: str, request: Request, body: TriggerRequest | None = None
 ) -> TriggerReply:
     """Trigger a checkpoint now (ignores interval, pause and concurrency)."""
-    session = _term(request).session(job_id)
-    if body is not None and body.run_id is not None:
-        session.check_run(body.run_id)
-    return TriggerReply(checkpoint_id=session.coordinator.trigger_checkpoint())
+    run_id = body.run_id if body is not None else None
+    return TriggerReply(checkpoint_id=_term(request).runs.trigger_checkpoint(job_id, run_id))
 
 
 @router.post("/jobs/{job_id}/savepoints", status_code=202, response_model=TriggerReply)
 def trigger_savepoint(job_id: str, body: SavepointRequest, request: Request) -> TriggerReply:
     """Trigger a savepoint into ``target_dir`` (or the configured savepoint directory)."""
     term = _term(request)
-    session = term.session(job_id)
     if body.run_id is not None:
-        session.check_run(body.run_id)
+        term.session(job_id).check_run(body.run_id)
     if not body.target_dir and term.storage.savepoint_dir is None:
         raise InvalidRequestError("no target_dir given and no state.savepoints.dir configured")
     roots = request.app.state.replica.config.storage.savepoint_roots
     check_savepoint_target(body.target_dir, roots)  # before anything is triggered
-    checkpoint_id = session.trigger_savepoint(body.target_dir or None, stop=body.stop)
+    checkpoint_id = term.runs.trigger_savepoint(job_id, body.target_dir or None, stop=body.stop)
     return TriggerReply(checkpoint_id=checkpoint_id)

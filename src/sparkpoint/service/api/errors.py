@@ -29,8 +29,7 @@ from sparkpoint.coordinator import (
 )
 from sparkpoint.ha import HAError
 from sparkpoint.recovery import CheckpointLoadError, RestoreValidationError
-from sparkpoint.service import proxy
-from sparkpoint.service.errors import (
+from sparkpoint.runs.errors import (
     InvalidRequestError,
     JobGraphConflictError,
     JobNotSettledError,
@@ -40,6 +39,7 @@ from sparkpoint.service.errors import (
     UnknownCheckpointIdError,
     UnknownJobError,
 )
+from sparkpoint.service import proxy
 
 log = logging.getLogger(__name__)
 

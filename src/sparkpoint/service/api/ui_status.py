@@ -19,13 +19,13 @@ from sparkpoint.checkpoint import CheckpointPointer, InvalidCheckpointValue, Job
 from sparkpoint.ha import HAError
 from sparkpoint.metadata import MetadataError
 from sparkpoint.recovery import plan_restore
-from sparkpoint.service.api.models import ErrorReply
-from sparkpoint.service.backend import ZooKeeperBackend
-from sparkpoint.service.errors import (
+from sparkpoint.runs.errors import (
     InvalidRequestError,
     UnknownCheckpointIdError,
     UnknownJobError,
 )
+from sparkpoint.service.api.models import ErrorReply
+from sparkpoint.service.backend import ZooKeeperBackend
 from sparkpoint.service.replica import Replica
 from sparkpoint.service.status import StatusReader, pointer_record
 from sparkpoint.service.ui import LeadershipHistory, RetainedCache

@@ -1,4 +1,5 @@
-"""Why the service refuses a request, beyond what the coordinator itself refuses.
+"""Why a request of a driver or an operator is refused, beyond what the coordinator
+itself refuses.
 
 Each has a machine-readable ``code``; which HTTP status it becomes is the REST layer's
 business (``service.api.errors``).

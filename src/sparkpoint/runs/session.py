@@ -1,16 +1,37 @@
-"""One job while this replica leads: its coordinator, driver liveness and notices."""
+"""One job while a coordinator leads it: its coordinator, driver liveness and notices.
+
+Notices are numbered so they only rise across leaders: a coordinator numbers its own from
+1, and a session adds a base — the leadership epoch shifted left by 32 bits
+(:func:`term_base`: a new term always numbers above the old), or, for a coordinator that
+replaced another within the term, the last number the replaced one gave out.
+"""
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 from sparkpoint.checkpoint import JobStatus
-from sparkpoint.coordinator import CheckpointCoordinator
+from sparkpoint.coordinator import (
+    AbortNotice,
+    CheckpointCoordinator,
+    CompletionNotice,
+    Notice,
+    TriggerNotice,
+)
 from sparkpoint.counter import CheckpointIDCounter
-from sparkpoint.service.notices import NoticeTranslator
+from sparkpoint.runs.messages import (
+    CheckpointAborted,
+    CheckpointCompleted,
+    RunNotice,
+    TriggerCheckpoint,
+)
 from sparkpoint.store import CompletedCheckpointStore, JobRecord
+
+
+def term_base(epoch: int) -> int:
+    """Where the notice numbers of a term begin."""
+    return epoch << 32
 
 
 class JobSession:
@@ -40,7 +61,7 @@ class JobSession:
         self.coordinator = coordinator
         self.counter = counter
         self.store = store
-        self.notices = NoticeTranslator(notice_base)
+        self.notice_base = notice_base
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self._last_heartbeat: float | None = None
         self._opened = time.monotonic()
@@ -51,9 +72,6 @@ class JobSession:
         self._gone_run: str | None = None
         #: Notices up to here belong to runs before the last grant: never sent again.
         self._granted_after = 0
-        #: Serialises a stop-with-savepoint trigger with heartbeat replies, so a trigger
-        #: notice is never sent before it is known to stop the job.
-        self.lock = threading.Lock()
         #: The status last written to the registry (to write only changes).
         self.persisted_status = record.status
 
@@ -129,29 +147,18 @@ class JobSession:
         return last is not None and time.monotonic() - last <= self.heartbeat_timeout_s
 
     def last_seq(self) -> int:
-        return self.notices.base + self.coordinator.outbox.last_seq
+        return self.notice_base + self.coordinator.outbox.last_seq
 
     def run_seq(self) -> int:
         """Where the current run's notices begin: what its registration (or grant)
         answers, so that a trigger created while the run was being registered — after
         the switch, before the reply — still reaches it."""
-        return self.notices.base + self.coordinator.run_started_seq
+        return self.notice_base + self.coordinator.run_started_seq
 
-    def notifications(self, after_seq: int) -> list[dict[str, Any]]:
-        now_ms = int(time.time() * 1000)
-        with self.lock:
-            local = self.notices.to_local(max(after_seq, self._granted_after))
-            return [
-                self.notices.translate(n, now_ms)
-                for n in self.coordinator.notifications_since(local)
-            ]
-
-    def trigger_savepoint(self, target_dir: str | None, *, stop: bool) -> int:
-        with self.lock:
-            checkpoint_id = self.coordinator.trigger_savepoint(target_dir, stop=stop)
-            if stop:
-                self.notices.mark_stop(checkpoint_id)
-            return checkpoint_id
+    def notices(self, after_seq: int) -> list[RunNotice]:
+        """The notices numbered above ``after_seq`` (never those of runs before a grant)."""
+        local = max(max(after_seq, self._granted_after) - self.notice_base, 0)
+        return [numbered(n, self.notice_base) for n in self.coordinator.notifications_since(local)]
 
     def job_status(self) -> JobStatus:
         return self.coordinator.job_status
@@ -168,3 +175,18 @@ class JobSession:
             # The standby heartbeats: a takeover would find it warm.
             "standby_ready": bool(self.standby_run_id) and self.standby_alive(),
         }
+
+
+def numbered(notice: Notice, base: int) -> RunNotice:
+    """A coordinator's notice as drivers see it, its number shifted by ``base``."""
+    seq = base + notice.seq
+    if isinstance(notice, TriggerNotice):
+        return TriggerCheckpoint(notice.checkpoint_id, notice.kind, notice.directory,
+                                 notice.stop, seq, notice.timestamp_ms)  # fmt: skip
+    if isinstance(notice, CompletionNotice):
+        return CheckpointCompleted(notice.checkpoint_id, notice.kind, seq, notice.metadata_uri,
+                                   notice.timestamp_ms, notice.stop)  # fmt: skip
+    if isinstance(notice, AbortNotice):
+        return CheckpointAborted(notice.checkpoint_id, notice.reason, seq, notice.kind,
+                                 notice.timestamp_ms, notice.stop)  # fmt: skip
+    raise TypeError(f"not a coordinator notice: {notice!r}")

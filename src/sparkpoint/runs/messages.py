@@ -1,0 +1,119 @@
+"""What a driver run and the coordinator say to each other: one set of message types.
+
+A driver hears notices — a trigger, a completion, an abort — numbered so they only rise
+across leaders (``runs.session``); it answers with acknowledgements and declines. The
+REST API carries each notice as :meth:`to_dict` gives it and the client reads it back
+with :func:`notice_from_dict`; the embedded channel hands the same objects over in
+process. Nothing else in the project defines a notice the driver sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from sparkpoint.checkpoint import CheckpointKind, OperatorSubtaskState
+from sparkpoint.recovery.plan import RestorePlan
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerCheckpoint:
+    """Snapshot at the next epoch boundary into ``directory`` (the checkpoint's or
+    savepoint's directory); ``stop``: stop the job once this savepoint completes."""
+
+    type: ClassVar[str] = "trigger"
+    checkpoint_id: int
+    kind: CheckpointKind
+    directory: str
+    stop: bool = False
+    seq: int = field(default=0, compare=False)
+    timestamp_ms: int = field(default=0, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**_common(self), "directory": self.directory}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCompleted:
+    """Durable in the store: sinks may commit, sources may acknowledge."""
+
+    type: ClassVar[str] = "complete"
+    checkpoint_id: int
+    kind: CheckpointKind
+    seq: int = field(default=0, compare=False)
+    metadata_uri: str = field(default="", compare=False)
+    timestamp_ms: int = field(default=0, compare=False)
+    stop: bool = field(default=False, compare=False)  # the job stops with it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**_common(self), "metadata_uri": self.metadata_uri}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointAborted:
+    """Will never complete; ``reason`` says why."""
+
+    type: ClassVar[str] = "abort"
+    checkpoint_id: int
+    reason: str
+    seq: int = field(default=0, compare=False)
+    kind: CheckpointKind = field(default=CheckpointKind.CHECKPOINT, compare=False)
+    timestamp_ms: int = field(default=0, compare=False)
+    stop: bool = field(default=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**_common(self), "reason": self.reason}
+
+
+RunNotice = TriggerCheckpoint | CheckpointCompleted | CheckpointAborted
+
+#: One subtask's acknowledgement as a driver sends it: (operator uid, subtask, state).
+Ack = tuple[str, int, OperatorSubtaskState]
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What the job restored from, and the plan at the new parallelism."""
+
+    checkpoint_id: int
+    kind: CheckpointKind
+    metadata_uri: str
+    plan: RestorePlan
+
+
+class RunSuperseded(Exception):
+    """This driver run is no longer the job's current one: a newer run registered (a
+    restarted driver, a standby that took over). Every call of the old run is refused
+    and changes nothing; the driver must stop without committing anything more. The
+    message names both runs."""
+
+
+def notice_from_dict(data: dict[str, Any]) -> RunNotice:
+    """The inverse of ``to_dict``; raises ValueError on an unknown type."""
+    kind = CheckpointKind(data.get("kind") or "checkpoint")
+    common = {"seq": int(data["seq"]), "timestamp_ms": int(data.get("timestamp_ms") or 0)}
+    checkpoint_id = int(data["checkpoint_id"])
+    match data.get("type"):
+        case "trigger":
+            return TriggerCheckpoint(checkpoint_id, kind, str(data.get("directory") or ""),
+                                     bool(data.get("stop", False)), **common)  # fmt: skip
+        case "complete":
+            return CheckpointCompleted(checkpoint_id, kind,
+                                       metadata_uri=str(data.get("metadata_uri") or ""),
+                                       stop=bool(data.get("stop", False)),
+                                       **common)  # fmt: skip
+        case "abort":
+            return CheckpointAborted(checkpoint_id, str(data.get("reason") or ""), kind=kind,
+                                     stop=bool(data.get("stop", False)), **common)  # fmt: skip
+    raise ValueError(f"unknown notice type {data.get('type')!r}")
+
+
+def _common(notice: RunNotice) -> dict[str, Any]:
+    return {
+        "type": notice.type,
+        "seq": notice.seq,
+        "checkpoint_id": notice.checkpoint_id,
+        "kind": notice.kind.value,
+        "timestamp_ms": notice.timestamp_ms,
+        "stop": notice.stop,
+    }
