@@ -247,9 +247,15 @@ class StoreSettings:
         "state.checkpoints.orphan-cleanup.interval", parse_duration, 60.0,
         "How often the leader looks for orphaned checkpoint directories (0.1 s .. 1 h).",
     )  # fmt: skip
+    cleanup_delay_s: float = _key(
+        "state.checkpoints.cleanup.delay", parse_duration, 0.0,
+        "Each background deletion waits this long before it runs (0 .. 60 s): 0 in "
+        "production; drills set it to act as a slow storage (a slow HDFS).",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         _check_range(self, "max_retained", 1, 10_000)
+        _check_range(self, "cleanup_delay_s", 0.0, 60.0)
         _check_range(self, "orphan_grace_s", 0.1, 30 * 86400.0)
         _check_range(self, "orphan_scan_interval_s", 0.1, 3600.0)
 

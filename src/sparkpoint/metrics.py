@@ -133,6 +133,11 @@ ORPHAN_SCAN_FAILURES = Counter(
     "Scans for orphaned checkpoint directories that failed (storage or ZooKeeper errors).",
     ["job_id"],
 )
+CLEANUP_QUEUED = Gauge(
+    "sparkpoint_cleanup_queued_deletions",
+    "Background deletions (subsumed or aborted checkpoints, ended jobs) queued or running "
+    "on this coordinator.",
+)
 DRIVER_PROBES = Counter(
     "sparkpoint_driver_probes_total",
     "Liveness probes of silent driver runs, by verdict: gone (refused: the standby is "

@@ -46,7 +46,10 @@ def record_samples() -> None:
         metrics.ORPHAN_DIRECTORIES_REMOVED.labels(job_id=job).inc(3)
         metrics.ORPHAN_BYTES_REMOVED.labels(job_id=job).inc(6144)
         metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job).inc(0)
+        metrics.ORPHAN_UNDECODABLE_POINTERS.labels(job_id=job).set(0)
     metrics.ORPHAN_SCANS.inc(5)
+    metrics.DRIVER_PROBES.labels(verdict="alive").inc(2)
+    metrics.CLEANUP_QUEUED.set(1)
     metrics.SOURCE_DEAD_LETTERED.labels(source="orders", reason="undecodable").inc(1)
     # A job that ended: its series are gone from the page.
     metrics.CHECKPOINTS_TRIGGERED.labels(job_id="ended").inc()

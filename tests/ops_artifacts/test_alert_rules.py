@@ -58,6 +58,7 @@ EXPECTED_ALERTS = {
     "SparkpointCheckpointDurationHigh",
     "SparkpointRestoreFellBack",
     "SparkpointOrphanedCheckpointFilesGrowing",
+    "SparkpointUndecodableCheckpointPointer",
 }
 
 

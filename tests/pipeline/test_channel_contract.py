@@ -68,9 +68,7 @@ def channels(
         )
 
         def remote() -> CheckpointChannel:
-            return keep(
-                RemoteChannel([service.address], checkpoint_config=CONFIG)
-            )
+            return keep(RemoteChannel([service.address], checkpoint_config=CONFIG))
 
         try:
             yield Channels(remote, lambda _: remote())

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from sparkpoint import metrics
 from sparkpoint.checkpoint import CheckpointPointer
 from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
 from sparkpoint.store import CheckpointDiscarder
@@ -46,8 +47,12 @@ class CleanupWorker:
     never owns a thread.
     """
 
-    def __init__(self, name: str = "sparkpoint-cleanup") -> None:
+    def __init__(self, name: str = "sparkpoint-cleanup", *, delay_s: float = 0.0) -> None:
         self._name = name
+        #: Each task waits this long first (``state.checkpoints.cleanup.delay``: a slow
+        #: storage, for drills).
+        self._delay_s = delay_s
+        self._closing = threading.Event()
         self._tasks: queue.Queue[object] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -70,6 +75,7 @@ class CleanupWorker:
                 log.warning("cleanup worker closed, not running: %s", description)
                 return
             self._outstanding += 1
+            metrics.CLEANUP_QUEUED.set(self._outstanding)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
@@ -97,6 +103,7 @@ class CleanupWorker:
         with self._lock:
             self._closed = True
             thread = self._thread
+        self._closing.set()
         if thread is None:
             return True
         self._tasks.put(_STOP)
@@ -109,6 +116,8 @@ class CleanupWorker:
             if item is _STOP:
                 return
             description, task, guard = item  # type: ignore[misc]
+            if self._delay_s:
+                self._closing.wait(self._delay_s)
             try:
                 if guard is not None and not guard():
                     self.dropped += 1
@@ -128,6 +137,7 @@ class CleanupWorker:
             finally:
                 with self._idle:
                     self._outstanding -= 1
+                    metrics.CLEANUP_QUEUED.set(self._outstanding)
                     self._idle.notify_all()
 
 

@@ -42,7 +42,9 @@ class Replica:
         self.address = address
         self.instance_id = instance_id
         self.election: LeaderElection | None = None
-        self.cleanup = CleanupWorker(f"sparkpoint-cleanup-{instance_id}")
+        self.cleanup = CleanupWorker(
+            f"sparkpoint-cleanup-{instance_id}", delay_s=config.store.cleanup_delay_s
+        )
         self._term: Term | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()

@@ -50,6 +50,9 @@ class ReplicaSettings:
     orphan_grace_s: float = 3.0
     orphan_scan_interval_s: float = 0.5
     driver_takeover_timeout_s: float = _SERVICE.driver_takeover_timeout_s
+    # A slow storage's deletions (the chaos drill's slow-deletions fault); 0: the product's.
+    cleanup_delay_s: float = 0.0
+    savepoints_dir: str = ""
 
     def as_sets(self) -> dict[str, str]:
         return {
@@ -60,6 +63,8 @@ class ReplicaSettings:
             "state.checkpoints.orphan-cleanup.grace-period": f"{self.orphan_grace_s:g} s",
             "state.checkpoints.orphan-cleanup.interval": f"{self.orphan_scan_interval_s:g} s",
             "driver.takeover-timeout": f"{self.driver_takeover_timeout_s:g} s",
+            "state.checkpoints.cleanup.delay": f"{self.cleanup_delay_s:g} s",
+            **({"state.savepoints.dir": self.savepoints_dir} if self.savepoints_dir else {}),
             # Local child processes on loopback, driven by this process: no tokens.
             "rest.auth.enabled": "false",
             "execution.checkpointing.tolerable-failed-checkpoints": str(
