@@ -16,8 +16,9 @@ from rich.console import Console
 
 from sparkpoint.ha import HAError
 from sparkpoint.ops.cli_common import zookeeper_options
-from sparkpoint.ops.drills.chaos import FAULTS, ChaosOptions, run_chaos
+from sparkpoint.ops.drills.chaos import FAULTS, PIPELINE_FAULTS, ChaosOptions, run_chaos
 from sparkpoint.ops.drills.cluster import DrillError
+from sparkpoint.ops.drills.job_faults import SLOW_DELETION_S
 from sparkpoint.ops.drills.kill_driver import KillDriverOptions, run_kill_driver
 from sparkpoint.ops.drills.kill_leader import KillLeaderOptions, run_kill_leader
 from sparkpoint.ops.drills.pause_leader import run_pause_leader
@@ -305,7 +306,9 @@ def chaos(
 ) -> None:
     """ITERATIONS faults, each picked at random (seeded) from: kill -9, SIGTERM or SIGSTOP
     of the leader, the leader cut off from ZooKeeper, its ZooKeeper replies dropped, one
-    ZooKeeper server killed, and the pipeline driver killed (--local).
+    ZooKeeper server killed, the pipeline driver killed, the job stopped with a savepoint
+    and registered again from it, the driver restarted at another parallelism with a
+    checkpoint in flight, and the leader deposed with slow deletions queued (--local).
 
     After each: the kill-leader checks, completions as the drivers heard them (each id
     once, one pointer), the latest retained checkpoint loaded, verified and planned for
@@ -318,10 +321,10 @@ def chaos(
             "chaos routes the replicas' ZooKeeper traffic through fault "
             "proxies and kills ZooKeeper servers: it runs with --local"
         )
-    if "driver-kill" in (faults or FAULTS) and opts["workload"] != "pipeline":
-        faults = tuple(f for f in (faults or FAULTS) if f != "driver-kill")
+    if opts["workload"] != "pipeline" and set(faults or FAULTS) & set(PIPELINE_FAULTS):
+        faults = tuple(f for f in (faults or FAULTS) if f not in PIPELINE_FAULTS)
         if not faults:
-            raise click.UsageError("driver-kill needs --workload pipeline")
+            raise click.UsageError(f"{', '.join(PIPELINE_FAULTS)} need --workload pipeline")
     options = ChaosOptions(
         iterations=iterations,
         seed=seed,
@@ -336,4 +339,5 @@ def chaos(
         zookeeper_proxies=True,
         orphan_grace_s=orphan_grace,
         orphan_scan_interval_s=orphan_grace / 6,
+        cleanup_delay_s=SLOW_DELETION_S if "slow-deletions" in options.faults else 0.0,
     )

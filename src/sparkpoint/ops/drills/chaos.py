@@ -15,6 +15,9 @@ Faults:
   checkpoint completes without it, then restarted.
 - ``driver-kill``: the pipeline driver killed (SIGKILL, with its Spark JVM) and started
   again; it resumes from the latest completed checkpoint.
+- ``stop-and-register``, ``rescale-in-flight``, ``slow-deletions``: the job ended and
+  registered again, registered again at another parallelism with a checkpoint in flight,
+  a leader deposed with deletions queued (:mod:`sparkpoint.ops.drills.job_faults`).
 
 After every iteration, besides the kill-leader drill's checks: completions as the drivers
 heard them (each id once, with one pointer), the latest retained checkpoint loaded and
@@ -44,6 +47,14 @@ from sparkpoint.ops.drills.invariants import (
     check_retained_kept,
     check_single_leader,
 )
+from sparkpoint.ops.drills.job_faults import (
+    DRIVER_START_S,
+    JOB_FAULTS,
+    next_completion,
+    rescale_in_flight,
+    stop_and_register,
+    wait_for_queued_deletions,
+)
 from sparkpoint.ops.drills.kill_leader import first_after, steady
 from sparkpoint.ops.drills.observer import ClusterObserver, Observation
 from sparkpoint.ops.drills.report import DrillReport, IterationResult
@@ -57,10 +68,10 @@ from sparkpoint.ops.zookeeper import ZooKeeperLaunchError
 
 LEADER_FAULTS = ("kill-9", "sigterm", "sigstop", "zookeeper-cut-off",
                  "zookeeper-replies-dropped")  # fmt: skip
-FAULTS = (*LEADER_FAULTS, "zookeeper-server-kill", "driver-kill")
+FAULTS = (*LEADER_FAULTS, "zookeeper-server-kill", "driver-kill", *JOB_FAULTS)
+#: Faults that need the demo pipeline as the workload.
+PIPELINE_FAULTS = ("driver-kill", "stop-and-register", "rescale-in-flight")
 LEAK_MARGIN_S = 30.0
-# A restarted driver starts a Spark session first: minutes on a loaded 2-core machine.
-DRIVER_START_S = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +131,7 @@ def run_chaos(
             report.iterations.append(stuck)
             break
         notices_before = len(target.workload.notices())
-        if fault in LEADER_FAULTS:
-            result = _leader_fault(target, observer, options, n, fault, before)
-        elif fault == "zookeeper-server-kill":
-            result = _server_fault(target, observer, options, n, before, rng.randint(1, 3))
-        else:
-            result = _driver_fault(target, observer, options, n, before)
+        result = _inject(target, observer, options, n, fault, before, rng)
         obs = observer.snapshot()
         result.invariants += [
             check_single_leader(obs.samples[len(before.samples):]),
@@ -146,6 +152,33 @@ def run_chaos(
         if n < len(plan):
             pacing.wait(options.interval_s)
     return report
+
+
+def _inject(
+    target: LocalCluster,
+    observer: ClusterObserver,
+    options: ChaosOptions,
+    n: int,
+    fault: str,
+    before: Observation,
+    rng: random.Random,
+) -> IterationResult:
+    if fault in LEADER_FAULTS:
+        return _leader_fault(target, observer, options, n, fault, before)
+    if fault == "zookeeper-server-kill":
+        return _server_fault(target, observer, options, n, before, rng.randint(1, 3))
+    if fault == "stop-and-register":
+        return stop_and_register(target, observer, options.deadline_s, n, before)
+    if fault == "rescale-in-flight":
+        return rescale_in_flight(target, observer, options.deadline_s, n, before)
+    if fault == "slow-deletions":
+        assert before.leader_instance is not None
+        queued = wait_for_queued_deletions(target, before.leader_instance, options.deadline_s)
+        result = _leader_fault(target, observer, options, n, "sigstop", before)
+        result.action = f"slow-deletions: {result.action} with deletions queued"
+        result.notes["deletions_queued"] = queued
+        return result
+    return _driver_fault(target, observer, options, n, before)
 
 
 def _storage_checks(
@@ -231,15 +264,6 @@ def _rejoined(target: LocalCluster, victim: str, deadline_s: float) -> Invariant
     return Invariant("old_leader_rejoined", True, f"{victim} is a ready follower")
 
 
-def _next_completion(
-    observer: ClusterObserver, max_before: int, since_s: float, deadline_s: float
-) -> float | None:
-    found = observer.wait_for(
-        lambda o: next((at for cid, at in o.completions if cid > max_before and at >= since_s),
-                       None), deadline_s)  # fmt: skip
-    return float(found) if isinstance(found, float) else None
-
-
 def _server_fault(
     target: LocalCluster,
     observer: ClusterObserver,
@@ -252,7 +276,7 @@ def _server_fault(
     t0 = time.monotonic() - observer.started
     target.zk.stop_server(server, signal.SIGKILL)
     try:
-        ckpt_at = _next_completion(observer, max_before, t0, options.deadline_s)
+        ckpt_at = next_completion(observer, max_before, t0, options.deadline_s)
     finally:
         target.zk.start_server(server)
     obs = observer.snapshot()
@@ -290,7 +314,7 @@ def _driver_fault(
     pipeline.kill()
     started = pipeline.restart(max(options.deadline_s, DRIVER_START_S))
     restarted_at = time.monotonic() - observer.started
-    ckpt_at = (_next_completion(observer, max_before, restarted_at, options.deadline_s)
+    ckpt_at = (next_completion(observer, max_before, restarted_at, options.deadline_s)
                if started else None)  # fmt: skip
     obs = observer.snapshot()
     result = IterationResult(

@@ -52,7 +52,6 @@ class ReplicaSettings:
     driver_takeover_timeout_s: float = _SERVICE.driver_takeover_timeout_s
     # A slow storage's deletions (the chaos drill's slow-deletions fault); 0: the product's.
     cleanup_delay_s: float = 0.0
-    savepoints_dir: str = ""
 
     def as_sets(self) -> dict[str, str]:
         return {
@@ -64,7 +63,6 @@ class ReplicaSettings:
             "state.checkpoints.orphan-cleanup.interval": f"{self.orphan_scan_interval_s:g} s",
             "driver.takeover-timeout": f"{self.driver_takeover_timeout_s:g} s",
             "state.checkpoints.cleanup.delay": f"{self.cleanup_delay_s:g} s",
-            **({"state.savepoints.dir": self.savepoints_dir} if self.savepoints_dir else {}),
             # Local child processes on loopback, driven by this process: no tokens.
             "rest.auth.enabled": "false",
             "execution.checkpointing.tolerable-failed-checkpoints": str(
@@ -100,6 +98,7 @@ class LocalReplica:
             "--port", str(self.port),
             "--set", f"high-availability.instance-id={self.name}",
             "--set", f"state.checkpoints.dir={self.checkpoints_dir}",
+            "--set", f"state.savepoints.dir={self.checkpoints_dir.parent / 'savepoints'}",
         ]  # fmt: skip
         for key, value in self.settings.as_sets().items():
             command += ["--set", f"{key}={value}"]

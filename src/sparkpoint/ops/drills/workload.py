@@ -158,6 +158,8 @@ class ClicksPipeline:
     splits: int = 2
     users: int = 200
     records_per_epoch: int = 200
+    #: The driver's parallelism; the chaos drill's rescale fault changes it.
+    parallelism: int = 2
     proc: subprocess.Popen[bytes] | None = None
     #: A warm standby driver beside the active one (``--standby``), when one runs.
     standby_proc: subprocess.Popen[bytes] | None = None
@@ -179,7 +181,7 @@ class ClicksPipeline:
             "--output", str(self.directory / "out"),
             "--progress", str(self.progress),
             "--master", "local[1]",
-            "--parallelism", "2",
+            "--parallelism", str(self.parallelism),
             "--splits", str(self.splits), "--users", str(self.users),
             "--records-per-epoch", str(self.records_per_epoch),
             "--records-per-split", str(records_per_split),
@@ -224,16 +226,17 @@ class ClicksPipeline:
         return next((r for r in self.reports() if r.get("pid") == pid
                      and r.get("event") == event), None)  # fmt: skip
 
-    def restart(self, timeout: float) -> bool:
+    def restart(self, timeout: float, *extra: str) -> bool:
         """Start the endless driver again: it restores from the latest completed
-        checkpoint. True once it reports started."""
+        checkpoint (or from ``--restore-from`` in ``extra``). True once it reports
+        started."""
         runs = sum(r.get("event") == "started" for r in self.reports()) + 1
-        self.start_again()
+        self.start_again(*extra)
         return wait_started(self, timeout, runs)
 
-    def start_again(self) -> subprocess.Popen[bytes]:
+    def start_again(self, *extra: str) -> subprocess.Popen[bytes]:
         """Start the endless driver again, cold, without waiting for it."""
-        self.proc = self._spawn(0, "driver-endless")
+        self.proc = self._spawn(0, "driver-endless", *extra)
         return self.proc
 
     def notices(self) -> list[dict[str, Any]]:
