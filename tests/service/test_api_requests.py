@@ -23,31 +23,14 @@ from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.coordinator.support import keyed_state
 from tests.support.waiting import wait_until
 
-from .support import make_graph
+from .support import make_graph, start_in_process
 
 JOB = "orders"
 
 
 def _service(tmp_path: Path, quorum: str, cluster_id: str, **extra: str) -> Service:
-    config = load_config(
-        overrides={
-            "high-availability.zookeeper.quorum": quorum,
-            "high-availability.cluster-id": cluster_id,
-            "high-availability.zookeeper.client.session-timeout": "2 s",
-            "high-availability.lease.renew-interval": "100 ms",
-            "high-availability.lease.takeover-timeout": "1 s",
-            "rest.port": "0",
-            "rest.auth.enabled": "false",
-            "state.checkpoints.dir": str(tmp_path / "checkpoints"),
-            "state.savepoints.dir": str(tmp_path / "savepoints"),
-            "state.checkpoints.num-retained": "10",
-            **extra,
-        },
-        environ={},
-    )
-    service = start_service(config)
-    wait_until(service.replica.is_ready, timeout=20, message="replica leads")
-    return service
+    settings = {"state.checkpoints.num-retained": "10", **extra}
+    return start_in_process(tmp_path, quorum, cluster_id, settings)
 
 
 @pytest.fixture
