@@ -44,7 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sparkpoint import metrics
 from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
@@ -54,7 +54,7 @@ from sparkpoint.storage import OrphanDirectory
 
 if TYPE_CHECKING:
     from sparkpoint.runs.session import JobSession
-    from sparkpoint.service.term import Term
+    from sparkpoint.storage import CheckpointStorage
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +109,30 @@ class CollectionReport:
         }
 
 
+class CollectingTerm(Protocol):
+    """What the collector needs of the leadership term it works for."""
+
+    epoch: int
+    closed: bool
+    ready: threading.Event
+    storage: CheckpointStorage
+
+    def sessions(self) -> list[JobSession]: ...
+
+    def listed_now(self, job_id: str) -> ListedIds: ...
+
+    def may_act(self) -> bool:
+        """Whether the term still leads (may delete)."""
+        ...
+
+
 class OrphanCollector:
     """Collects the orphans of every job of one term. Thread-safe: a scan requested over
     the API and the periodic one never run at the same time."""
 
     def __init__(
         self,
-        term: Term,
+        term: CollectingTerm,
         *,
         grace_period_s: float,
         interval_s: float,
@@ -175,7 +192,7 @@ class OrphanCollector:
         while not self._stop.wait(self._interval_s):
             if term.closed:
                 return
-            if not term.ready.is_set() or not term.leadership.can_act():
+            if not term.ready.is_set() or not term.may_act():
                 continue
             try:
                 self.collect(dry_run=False)
@@ -248,7 +265,7 @@ class OrphanCollector:
             removed = old
         else:
             for orphan in old:
-                if self._stop.is_set() or term.closed or not term.leadership.can_act():
+                if self._stop.is_set() or term.closed or not term.may_act():
                     error = "leadership lost during the scan; the rest is left for the next leader"
                     break
                 try:

@@ -143,6 +143,9 @@ class Term:
 
     # --- jobs -------------------------------------------------------------------------
 
+    def may_act(self) -> bool:
+        return self.leadership.can_act()
+
     def listed_now(self, job_id: str) -> ListedIds:
         """Every checkpoint id the job's store lists in ZooKeeper now (a fresh read)."""
         return self._backend.listed_ids(job_id)
