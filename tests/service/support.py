@@ -82,11 +82,13 @@ def spawn_replica(
     settings: dict[str, str] | None = None,
     prefix: list[str] | None = None,
     host: str = "127.0.0.1",
+    port: int | None = None,
 ) -> ReplicaProcess:
     """A `sparkpoint coordinator run` process; ``prefix`` runs it elsewhere (e.g. inside a
-    network namespace) and ``host`` is where it is reached."""
+    network namespace) and ``host`` is where it is reached; ``port`` reuses a port (a
+    restart), a free one by default."""
     directory.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     log_path = directory / f"{name}.log"
     values = {
         "high-availability.instance-id": name,

@@ -12,7 +12,6 @@ import dataclasses
 import time
 from typing import Any
 
-import httpx
 from fastapi import APIRouter, Query, Request
 
 from sparkpoint.checkpoint import CheckpointPointer, InvalidCheckpointValue, JobGraph
@@ -20,7 +19,6 @@ from sparkpoint.ha import HAError
 from sparkpoint.metadata import MetadataError
 from sparkpoint.recovery import plan_restore
 from sparkpoint.service.api.models import ErrorReply
-from sparkpoint.service.backend import ZooKeeperBackend
 from sparkpoint.service.errors import (
     InvalidRequestError,
     UnknownCheckpointIdError,
@@ -29,6 +27,7 @@ from sparkpoint.service.errors import (
 from sparkpoint.service.replica import Replica
 from sparkpoint.service.status import StatusReader, pointer_record
 from sparkpoint.service.ui import LeadershipHistory, RetainedCache
+from sparkpoint.service.ui.peers import PeerProbe, own_view
 from sparkpoint.storage import StorageError
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -39,8 +38,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 router = APIRouter(prefix="/v1/ui", responses=_ERRORS, tags=["ui"])
 
-#: How long one replica waits for another's own view on the cluster page.
-PEER_TIMEOUT_S = 0.8
 #: Most points the duration/size chart gets (the newest completed checkpoints).
 CHART_POINTS = 1000
 #: How many of the newest retained checkpoints the retained list shows.
@@ -66,31 +63,10 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _zookeeper_state(replica: Replica) -> str:
-    backend = replica.backend
-    if isinstance(backend, ZooKeeperBackend):
-        return backend.conn.state.value
-    return "embedded"
-
-
-def _this(replica: Replica) -> dict[str, Any]:
-    term = replica.term
-    lease = term.leadership.lease_remaining() if term is not None else None
-    return {
-        "instance_id": replica.instance_id,
-        "address": replica.address,
-        "role": replica.state(),
-        "zookeeper": _zookeeper_state(replica),
-        "ready": replica.is_ready(),
-        "epoch": term.epoch if term is not None else None,
-        "lease_remaining_s": lease,
-    }
-
-
 @router.get("/replica")
 def replica_view(request: Request) -> dict[str, Any]:
     """This replica: its role, its ZooKeeper connection, the leadership changes it saw."""
-    return {**_this(_replica(request)), "changes": _history(request).changes()}
+    return {**own_view(_replica(request)), "changes": _history(request).changes()}
 
 
 @router.get("/cluster")
@@ -113,41 +89,18 @@ def cluster(request: Request) -> dict[str, Any]:
     except HAError:  # ZooKeeper unreachable: still show this replica's own view
         contenders = []
     auth = request.headers.get("authorization")
-    replicas = [_peer(c, replica, auth) for c in contenders]
+    probe: PeerProbe = request.app.state.peer_probe
+    replicas = probe.views(contenders, replica, auth)
     if not any(r.get("instance_id") == replica.instance_id for r in replicas):
-        replicas.append({**_this(replica), "in_election": False, "answered": True})
+        replicas.append({**own_view(replica), "in_election": False, "answered": True})
     return {
         "now_ms": now,
-        "served_by": _this(replica),
+        "served_by": own_view(replica),
         "leader": leader,
         "lease": lease,
         "replicas": replicas,
         "changes": _history(request).changes(),
     }
-
-
-def _peer(contender: dict[str, Any], replica: Replica, auth: str | None) -> dict[str, Any]:
-    base = {"instance_id": contender["instance_id"], "address": contender["address"]}
-    if contender["instance_id"] == replica.instance_id:
-        return {**_this(replica), "in_election": True, "answered": True}
-    headers = {"authorization": auth} if auth else {}
-    try:
-        answer = httpx.get(
-            f"{contender['address']}/v1/ui/replica", timeout=PEER_TIMEOUT_S, headers=headers
-        )
-        answer.raise_for_status()
-        view = answer.json()
-        view.pop("changes", None)
-        return {**base, **view, "in_election": True, "answered": True}
-    except (httpx.HTTPError, ValueError) as exc:
-        return {
-            **base,
-            "role": "unreachable",
-            "zookeeper": "unknown",
-            "in_election": True,
-            "answered": False,
-            "error": f"{type(exc).__name__}: {exc}",
-        }
 
 
 @router.get("/jobs")
