@@ -65,7 +65,8 @@ def test_status_commands_via_coordinator_then_zookeeper(
     detail = cli("checkpoints", "show", JOB, str(cid), *zk, "--json")
     assert detail["metadata"]["checkpoint_id"] == cid
     assert JOB in cli("jobs", "list", *zk)
-    assert str(cid) in cli("checkpoints", "list", JOB, *zk)
+    listing = cli("checkpoints", "list", JOB, *zk)  # not a terminal: no path is cut
+    assert str(cid) in listing and overview["retained"][0]["metadata_uri"] in listing
     refused = CliRunner().invoke(main, ["checkpoints", "trigger", JOB, *zk])
     assert refused.exit_code != 0 and "leader" in refused.output
     by_job = cli("checkpoints", "show", "--job", JOB, *zk, "--json")

@@ -192,7 +192,8 @@ def demo(
         f"{summary['last_completed_checkpoint']}, {len(summary['failovers'])} failovers"
         f"{driver_part}.\n"
         f"output (committed files part-*): {summary['output']}\n"
-        f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}"
+        f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}",
+        soft_wrap=True,  # whole paths, to copy, even when the output is not a terminal
     )
     _print_verification(console, verification)
     if failed:

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from sparkpoint.checkpoint import CompletedCheckpoint, FileStateHandle, OperatorState
 from sparkpoint.metadata import MetadataError, describe_checkpoint
+from sparkpoint.ops.cli_common import output_console
 from sparkpoint.ops.cli_status import cluster_options, pointer_or_job
 from sparkpoint.storage import (
     FileCheck,
@@ -122,9 +122,7 @@ def _handle_counts(state: OperatorState) -> tuple[int, int, int, int]:
 
 
 def _print_tables(loaded: LoadedMetadata, checks: list[FileCheck] | None, subtasks: bool) -> None:
-    terminal = Console(highlight=False)
-    # Piped into a file or grep, long paths should stay on one line.
-    console = terminal if terminal.is_terminal else Console(highlight=False, width=240)
+    console = output_console(highlight=False)
     console.print(_summary(loaded))
     console.print(_operators(loaded.checkpoint))
     if subtasks:

@@ -7,7 +7,6 @@ only read access to the checkpoint's filesystem.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from sparkpoint.checkpoint import (
     OperatorSpec,
     StreamStateHandle,
 )
+from sparkpoint.ops.cli_common import output_console
 from sparkpoint.ops.cli_status import cluster_options, pointer_or_job
 from sparkpoint.recovery import RestoreError, RestorePlan, plan_restore
 from sparkpoint.recovery.loading import LoadedCheckpoint, load_checkpoint
@@ -218,4 +218,4 @@ def plan_command(
     if as_json:
         click.echo(json.dumps(plan.to_dict(), indent=1))
     else:
-        _print_plan(Console(file=sys.stdout, soft_wrap=True), loaded, plan, subtasks)
+        _print_plan(output_console(), loaded, plan, subtasks)
