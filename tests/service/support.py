@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,8 @@ class Driver:
     ack_errors: list[str] = field(default_factory=list)
     acking: threading.Event = field(default_factory=threading.Event)
     held: list[tuple[int, int]] = field(default_factory=list)  # triggers not acked (paused)
+    #: Made up per heartbeat, as a pipeline driver reports it (the UI's Jobs page).
+    progress: Callable[[], dict[str, Any]] | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -200,7 +203,8 @@ class Driver:
         seq = 0
         while not self._stop.is_set():
             try:
-                beat = self.client.heartbeat(self.graph.job_id, seq)
+                progress = self.progress() if self.progress is not None else None
+                beat = self.client.heartbeat(self.graph.job_id, seq, progress=progress)
             except ClientError as exc:
                 self.ack_errors.append(f"heartbeat: {exc}")
                 self._stop.wait(0.05)

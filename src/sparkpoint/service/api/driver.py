@@ -106,6 +106,8 @@ def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str
     session = term.session(job_id)
     was_connected = session.connected()
     role = session.heartbeat(body.run_id)
+    if role == "active" and body.progress is not None:
+        request.app.state.driver_progress.note(job_id, body.run_id, body.progress.model_dump())
     if role == "active" and not was_connected:
         # The driver is heard for the first time in this term (a failover, or it is back
         # from a gap): let the worker trigger what is due now, so that the trigger rides

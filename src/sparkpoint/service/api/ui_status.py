@@ -12,6 +12,7 @@ import dataclasses
 import time
 from typing import Any
 
+import httpx
 from fastapi import APIRouter, Query, Request
 
 from sparkpoint.checkpoint import CheckpointPointer, InvalidCheckpointValue, JobGraph
@@ -27,7 +28,8 @@ from sparkpoint.service.errors import (
 from sparkpoint.service.replica import Replica
 from sparkpoint.service.status import StatusReader, pointer_record
 from sparkpoint.service.ui import LeadershipHistory, RetainedCache
-from sparkpoint.service.ui.peers import PeerProbe, own_view
+from sparkpoint.service.ui.peers import PEER_TIMEOUT_S, PeerProbe, own_view
+from sparkpoint.service.ui.progress import ProgressBoard
 from sparkpoint.storage import StorageError
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -109,6 +111,7 @@ def jobs(request: Request) -> dict[str, Any]:
     reader = _reader(request)
     replica = _replica(request)
     now = _now_ms()
+    progress = _progress_reports(request)
     out = []
     for summary in reader.jobs():
         job = reader.job(summary["job_id"])
@@ -126,18 +129,58 @@ def jobs(request: Request) -> dict[str, Any]:
                     {k: op[k] for k in ("uid", "name", "parallelism", "max_parallelism", "keyed")}
                     for op in job["graph"]["operators"]
                 ],
-                **_driver_runs(job, replica, summary["job_id"]),
+                **(runs := _driver_runs(job, replica, summary["job_id"])),
+                "progress": _of_run(progress.get(job["job_id"]), runs["driver_run"], now),
                 "last_checkpoint": None
                 if last is None
                 else {
                     "id": last.checkpoint_id,
                     "completed_ms": last.completion_timestamp_ms,
                     "age_ms": max(now - last.completion_timestamp_ms, 0),
+                    "duration_ms": last.duration_ms,
+                    "state_size": last.state_size,
                 },
                 "retained": len(retained),
             }
         )
     return {"now_ms": now, "source": reader.source, "jobs": out}
+
+
+@router.get("/progress")
+def progress_reports(request: Request) -> dict[str, Any]:
+    """What each job's driver reported in its last heartbeat to this replica (the
+    leader's are the current ones): epoch, records, records/s, source lag."""
+    board: ProgressBoard = request.app.state.driver_progress
+    return {"now_ms": _now_ms(), "jobs": board.all()}
+
+
+def _progress_reports(request: Request) -> dict[str, dict[str, Any]]:
+    """The drivers' progress as the leader heard it: drivers heartbeat to the leader only,
+    so a follower asks it (nothing when it does not answer in time)."""
+    replica = _replica(request)
+    if replica.state() == "leader":
+        return dict(progress_reports(request)["jobs"])
+    leader = replica.known_leader()
+    if not leader or not leader.get("address"):
+        return {}
+    auth = request.headers.get("authorization")
+    try:
+        answer = httpx.get(
+            f"{leader['address']}/v1/ui/progress",
+            timeout=PEER_TIMEOUT_S,
+            headers={"authorization": auth} if auth else {},
+        )
+        answer.raise_for_status()
+        return dict(answer.json()["jobs"])
+    except (httpx.HTTPError, ValueError, KeyError):
+        return {}
+
+
+def _of_run(report: dict[str, Any] | None, run_id: str | None, now: int) -> dict[str, Any] | None:
+    """``report`` if the job's current driver run sent it (a replaced run's is not shown)."""
+    if report is None or (run_id and report.get("run_id") != run_id):
+        return None
+    return {**report, "age_ms": max(now - int(report["reported_ms"]), 0)}
 
 
 def _driver_runs(job: dict[str, Any], replica: Replica, job_id: str) -> dict[str, Any]:
