@@ -20,8 +20,15 @@ if ! command -v java >/dev/null 2>&1; then
     exit 1
 fi
 
-sync_venv() {  # $@: extra flags for uv sync; the dev venv has every extra (tests, demo, drills)
-    uv sync --frozen --all-extras --python "$(command -v python3)" --quiet "$@"
+# The interpreter itself, not the path that finds it: a pyenv shim is not the Python the
+# venv was built from, and uv rebuilds the whole .venv when given one.
+PYTHON="$(python3 -c 'import sys; print(sys.executable)')"
+
+sync_venv() {  # $@: extra flags for uv sync; the one venv has every extra (tests, demo, drills)
+    # Quiet when .venv already matches uv.lock; an install is said, never silent.
+    uv sync --frozen --all-extras --python "$PYTHON" --check --quiet "$@" 2>/dev/null && return 0
+    echo "sparkpoint: installing the locked dependencies into .venv (uv sync)" >&2
+    uv sync --frozen --all-extras --python "$PYTHON" --quiet "$@"
 }
 
 install_debian_packages() {  # $1: why, then the packages; quiet, never starts a service

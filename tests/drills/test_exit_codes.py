@@ -19,6 +19,7 @@ from sparkpoint.ops.cli_drill import (
 )
 from sparkpoint.ops.drills import DrillReport, Invariant, IterationResult, check_ids_rising
 from sparkpoint.ops.drills.cluster import DrillError
+from sparkpoint.ops.drills.report import bounds_on_scale
 
 OPTS = {"as_json": False, "report_dir": None}
 
@@ -77,3 +78,21 @@ def test_no_java_exits_2_and_says_so(tmp_path: Path) -> None:
     done = run_cli("chaos", "--local", "--iterations", "1", "--dir", str(tmp_path / "w"), env=env)
     assert done.returncode == EXIT_COULD_NOT_RUN, done.stderr[-2000:]
     assert "java not found" in done.stderr
+
+
+def test_a_session_timeout_far_above_the_figures_is_named_not_drawn() -> None:
+    bounds = [("lease takeover timeout", 1.5), ("session timeout", 30.0), ("unset", None)]
+    drawn, off = bounds_on_scale(1.8, bounds)
+    assert drawn == [("lease takeover timeout", 1.5)]
+    assert off == [("session timeout", 30.0)]
+    # Figures near the session timeout: both lines belong on the chart.
+    assert bounds_on_scale(12.0, bounds) == (bounds[:2], [])
+
+
+def test_the_report_names_the_drill_directory(tmp_path: Path) -> None:
+    r = DrillReport("kill-leader", {"directory": str(tmp_path), "session_timeout_s": 30.0,
+                                    "takeover_timeout_s": 1.5},
+                    [IterationResult(1, "kill-9 c1", 0.1, 1.8, 1, 2, "c2", [])])  # fmt: skip
+    assert any(str(tmp_path) in line for line in r.summary_lines())
+    paths = r.write(tmp_path / "report")
+    assert (tmp_path / "report" / "failover.png").read_bytes().startswith(b"\x89PNG"), paths

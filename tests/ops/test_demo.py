@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rich.console import Console
+
+from sparkpoint.ops.cli_demo import _view
+from sparkpoint.ops.demo import Demo, DemoOptions, Replica
 
 
 @pytest.mark.slow
@@ -74,3 +84,90 @@ def test_demo_standby_driver_takes_over_a_killed_driver(tmp_path: Path) -> None:
     assert restored is not None and after and after[-1] > restored, events
     summary = events[-1]
     assert summary["event"] == "summary" and summary["driver_takeovers"]
+
+
+def _events_of(proc: subprocess.Popen[str]) -> queue.Queue[dict[str, Any] | None]:
+    """The demo's JSON events as they come (None once its output ends)."""
+    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("{"):
+                events.put(json.loads(line))
+        events.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return events
+
+
+def _next(events: queue.Queue[dict[str, Any] | None], seen: list[dict[str, Any]], kind: str):
+    """Read events into ``seen`` until one of ``kind`` comes (a deadline ends the wait)."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        event = events.get(timeout=max(deadline - time.monotonic(), 0.1))
+        assert event is not None, f"the demo ended before a {kind!r} event: {seen}"
+        seen.append(event)
+        if event["event"] == kind:
+            return event
+    raise AssertionError(f"no {kind!r} event within the deadline: {seen}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_demo_names_its_addresses_first_and_counts_a_failover_it_did_not_cause(
+    tmp_path: Path,
+) -> None:
+    command = [sys.executable, "-m", "sparkpoint", "demo", "--json", "--dir", str(tmp_path)]
+    command += ["--duration", "50", "--checkpoint-interval", "1", "--parallelism", "2"]
+    stderr = tmp_path / "stderr.txt"
+    with (
+        stderr.open("w") as err,
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True) as proc,
+    ):
+        try:
+            events = _events_of(proc)
+            seen: list[dict[str, Any]] = []
+            addresses = _next(events, seen, "addresses")
+            assert [e["event"] for e in seen] == ["zookeeper", "addresses"]  # before Spark
+            assert addresses["cluster_id"] == "demo" and addresses["zookeeper"].count(":") == 1
+            urls = [c["rest"] for c in addresses["coordinators"]]
+            assert [c["ui"] for c in addresses["coordinators"]] == [f"{u}/ui/" for u in urls]
+            assert addresses["export"] == f"export SPARKPOINT_COORDINATOR='{' '.join(urls)}'"
+            _next(events, seen, "checkpoint")
+            leader = next(e for e in reversed(seen) if e["event"] == "leader")["leader"]
+            pid = next(c["pid"] for c in addresses["coordinators"] if c["name"] == leader)
+            os.kill(pid, signal.SIGKILL)  # by hand, as a user would: not the demo's own kill
+            summary = _next(events, seen, "summary")
+            proc.wait(120)
+        finally:
+            if proc.poll() is None:  # a failed assertion: stop the demo cleanly
+                proc.send_signal(signal.SIGINT)
+                proc.wait(120)
+    assert proc.returncode == 0, stderr.read_text()[-3000:]
+    (failover,) = summary["failovers"]
+    assert failover["previous_leader"] == leader and failover["leader"] != leader
+    assert "handover_s" not in failover  # only a kill the demo made is timed
+    assert summary["cluster_id"] == "demo" and summary["coordinators"] == urls
+
+
+def test_a_cleanly_stopped_coordinator_is_not_marked_killed(tmp_path: Path) -> None:
+    def exited() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([sys.executable, "-c", "pass"])
+        proc.wait(30)
+        return proc
+
+    runner = Demo(DemoOptions(directory=tmp_path), emit=lambda _event: None)
+    runner.replicas = [
+        Replica("coordinator-1", 1, exited(), stopped=True),
+        Replica("coordinator-2", 2, exited()),
+    ]
+    console = Console(record=True, width=200)
+    console.print(_view(runner))
+    rows = {
+        line.split()[1]: line
+        for line in console.export_text().splitlines()
+        if "coordinator-" in line
+    }
+    assert "stopped" in rows["coordinator-1"] and "killed" not in rows["coordinator-1"]
+    assert "killed" in rows["coordinator-2"]

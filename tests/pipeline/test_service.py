@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.service.support import ReplicaProcess, wait_leader
@@ -37,6 +38,15 @@ def test_leader_killed_mid_run_the_pipeline_keeps_going(
         message="a checkpoint completed through the service",
     )
     leader = wait_leader(cluster)
+    # The driver reports its progress with each heartbeat (the UI's Jobs page shows it).
+    report = wait_until(
+        lambda: (
+            httpx.get(f"{leader.address}/v1/ui/progress", timeout=10).json()["jobs"].get("clicks")
+        ),
+        timeout=60,
+        message="the driver's progress on the leader",
+    )
+    assert report["epoch"] >= 1 and report["records"] > 0 and report["source_lag"] is None
     before = driver.latest()
     leader.kill()  # kill -9
     survivor = next(r for r in cluster if r is not leader)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,11 +86,13 @@ def spawn_replica(
     settings: dict[str, str] | None = None,
     prefix: list[str] | None = None,
     host: str = "127.0.0.1",
+    port: int | None = None,
 ) -> ReplicaProcess:
     """A `sparkpoint coordinator run` process; ``prefix`` runs it elsewhere (e.g. inside a
-    network namespace) and ``host`` is where it is reached."""
+    network namespace) and ``host`` is where it is reached; ``port`` reuses a port (a
+    restart), a free one by default."""
     directory.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     log_path = directory / f"{name}.log"
     values = {
         "high-availability.instance-id": name,
@@ -194,6 +197,8 @@ class Driver:
     ack_errors: list[str] = field(default_factory=list)
     acking: threading.Event = field(default_factory=threading.Event)
     held: list[tuple[int, int]] = field(default_factory=list)  # triggers not acked (paused)
+    #: Made up per heartbeat, as a pipeline driver reports it (the UI's Jobs page).
+    progress: Callable[[], dict[str, Any]] | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -226,7 +231,8 @@ class Driver:
         seq = 0
         while not self._stop.is_set():
             try:
-                beat = self.client.heartbeat(self.graph.job_id, seq)
+                progress = self.progress() if self.progress is not None else None
+                beat = self.client.heartbeat(self.graph.job_id, seq, progress=progress)
             except ClientError as exc:
                 self.ack_errors.append(f"heartbeat: {exc}")
                 self._stop.wait(0.05)

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from sparkpoint.config import ZooKeeperSettings
+from sparkpoint.ha import ZooKeeperConnection
 from sparkpoint.ops.cli import main
-from sparkpoint.ops.zookeeper import LocalZooKeeper
+from sparkpoint.ops.zookeeper import LocalZooKeeper, free_port
 
 from .test_api_requests import ALL, JOB, _service, ack_body, register
 
@@ -45,6 +47,13 @@ def test_status_commands_via_coordinator_then_zookeeper(
         )  # fmt: skip
         assert savepoint["checkpoint_id"] > cid
         assert "RUNNING" in cli("jobs", "show", JOB, "--coordinator", service.address)
+        at = ["--coordinator", service.address]
+        latest = cli("checkpoints", "show", "--job", JOB, *at, "--json")  # its latest
+        assert latest["id"] == cid
+        inspected = cli("metadata", "inspect", "--job", JOB, *at, "--json")
+        assert inspected["checkpoint_id"] == cid
+        plan = cli("restore", "plan", "--job", JOB, *at, "-p", "3", "--json")
+        assert plan["checkpoint_id"] == cid
     finally:
         service.stop()
 
@@ -56,6 +65,27 @@ def test_status_commands_via_coordinator_then_zookeeper(
     detail = cli("checkpoints", "show", JOB, str(cid), *zk, "--json")
     assert detail["metadata"]["checkpoint_id"] == cid
     assert JOB in cli("jobs", "list", *zk)
-    assert str(cid) in cli("checkpoints", "list", JOB, *zk)
+    listing = cli("checkpoints", "list", JOB, *zk)  # not a terminal: no path is cut
+    assert str(cid) in listing and overview["retained"][0]["metadata_uri"] in listing
     refused = CliRunner().invoke(main, ["checkpoints", "trigger", JOB, *zk])
     assert refused.exit_code != 0 and "leader" in refused.output
+    by_job = cli("checkpoints", "show", "--job", JOB, *zk, "--json")
+    assert by_job["id"] == cid
+
+
+def test_errors_say_where_to_point_the_cli(zk_server: LocalZooKeeper, cluster_id: str) -> None:
+    nobody = f"127.0.0.1:{free_port()}"
+    refused = CliRunner().invoke(main, ["leader", "--coordinator", nobody])
+    assert refused.exit_code == 1
+    for hint in ("--coordinator", "SPARKPOINT_COORDINATOR", "--zookeeper", "--cluster-id",
+                 "SPARKPOINT_HIGH_AVAILABILITY_ZOOKEEPER_QUORUM"):  # fmt: skip
+        assert hint in refused.output, refused.output
+    # A cluster id that is not there: said, with the ones that are.
+    with ZooKeeperConnection(ZooKeeperSettings(quorum=zk_server.connect_string,
+                                               cluster_id=cluster_id)) as conn:  # fmt: skip
+        conn.client.ensure_path(conn.paths.jobs)
+    unknown = CliRunner().invoke(
+        main, ["jobs", "list", "--zookeeper", zk_server.connect_string, "--cluster-id", "nope"]
+    )
+    assert unknown.exit_code == 1
+    assert "no cluster 'nope'" in unknown.output and cluster_id in unknown.output

@@ -6,17 +6,22 @@ page are written (see the ``screenshots`` fixture)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 
 from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer
 from sparkpoint.client import CoordinatorClient
 from sparkpoint.ha import ZooKeeperConnection
+from sparkpoint.pipeline.progress import ProgressMeter
 from tests.service.support import Driver, ReplicaProcess, make_graph, wait_leader
 from tests.support.waiting import wait_until
 from tests.ui.browser import Browser
@@ -26,6 +31,19 @@ TIMEOUT = 90  # generous: the machine is shared
 # Under load a 1 s lease can lapse by itself; the failover here should be the one we cause.
 STEADY = {"session_timeout": "6 s", "settings": {"high-availability.lease.takeover-timeout": "3 s"}}
 DASH = "\u2013"  # the UI writes ranges with an en dash
+
+
+def _pipeline_progress() -> Callable[[], dict[str, Any]]:
+    """What a pipeline driver would report per heartbeat: 250 records an epoch, a source
+    with 1,200 messages waiting (the real meter that the pipeline's driver uses)."""
+    meter = ProgressMeter()
+    epochs = itertools.count(1)
+
+    def report() -> dict[str, Any]:
+        epoch = next(epochs)
+        return meter.report(epoch=epoch, records=250 * epoch, source_lag=1200)
+
+    return report
 
 
 def count(browser: Browser, css: str) -> int | None:
@@ -43,16 +61,30 @@ def test_pages_history_and_failover(replicas, browser: Browser, screenshots: Pat
     procs: list[ReplicaProcess] = [replicas(f"r{i}", **STEADY) for i in range(2)]
     leader = wait_leader(procs, timeout=TIMEOUT)
     follower = next(p for p in procs if p is not leader)
-    driver = Driver([p.address for p in procs], make_graph(JOB, parallelism=3)).start()
+    driver = Driver([p.address for p in procs], make_graph(JOB, parallelism=3))
+    driver.progress = _pipeline_progress()
+    driver.start()
     try:
         wait_until(lambda: len(driver.completed) >= 2, timeout=TIMEOUT, message="2 checkpoints")
         ui = f"{leader.address}/ui/"
 
         browser.open(ui + "#/jobs")
         browser.wait(lambda: browser.text("#jobs tbody a") == JOB, timeout=30, message="job row")
-        row = browser.text("#jobs tbody tr") or ""
+        header = browser.text("#jobs thead") or ""
+        for column in ("Records/s", "Epoch", "Source lag", "Last checkpoint"):
+            assert column.upper() in header.upper(), header  # CSS upper-cases headers
+        row = browser.wait(
+            lambda: (r := browser.text("#jobs tbody tr") or "") and re.search(r"\d+ B", r) and r,
+            timeout=30,
+            message="the last checkpoint's duration and size",
+        )
         assert "RUNNING" in row and "connected" in row, row
         assert re.search(r"count\s*keyed\s*3\s*/128", row), row
+        assert re.search(r"\d+ (ms|s) · \d+(\.\d+)? (B|KiB)", row), row
+        # Drivers heartbeat to the leader: a follower's Jobs page asks it for the figures.
+        (on_follower,) = httpx.get(f"{follower.address}/v1/ui/jobs", timeout=10).json()["jobs"]
+        assert on_follower["progress"]["epoch"] >= 1, on_follower
+        assert on_follower["progress"]["records_per_s"] > 0, on_follower
         browser.screenshot(screenshots / "ui-jobs.png")
         assert_no_console_errors(browser, "jobs")
 

@@ -9,7 +9,7 @@ name, the distribution mode and the offset of every element.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -109,8 +109,9 @@ class KeyGroupsStateHandle:
         )
 
     @property
-    def state_size(self) -> int:
-        return self.stream.size
+    def first_offset(self) -> int:
+        """Where this handle's bytes begin in its stream."""
+        return self.offsets[0] if self.offsets else self.stream.size
 
 
 class DistributionMode(enum.StrEnum):
@@ -164,5 +165,34 @@ class OperatorStateHandle:
         return dict(self.states) == dict(other.states) and self.stream == other.stream
 
     @property
-    def state_size(self) -> int:
-        return self.stream.size
+    def first_offset(self) -> int:
+        """Where this handle's bytes begin in its stream (its end when it holds none)."""
+        return min((o for i in self.states.values() for o in i.offsets), default=self.stream.size)
+
+
+def own_sizes(
+    handles: Iterable[KeyGroupsStateHandle | OperatorStateHandle],
+) -> list[int]:
+    """Each handle's own byte count, in the order given: handles that share a stream (a
+    subtask's keyed and operator state live in one file) split it where the next one
+    begins, and the first one in a stream also owns the stream's header, so every byte of
+    every stream is counted exactly once.
+
+    >>> stream = FileStateHandle("process-0-0", 100)
+    >>> keyed = KeyGroupsStateHandle(KeyGroupRange(0, 1), (13, 37), stream)
+    >>> info = StateMetaInfo((70,), DistributionMode.UNION)
+    >>> operator = OperatorStateHandle({"offsets": info}, stream)
+    >>> own_sizes([keyed, operator])
+    [70, 30]
+    """
+    handles = list(handles)
+    starts: dict[StreamStateHandle, list[tuple[int, int]]] = {}
+    for position, handle in enumerate(handles):
+        starts.setdefault(handle.stream, []).append((handle.first_offset, position))
+    sizes = [0] * len(handles)
+    for stream, begins in starts.items():
+        begins.sort()
+        ends = [start for start, _ in begins[1:]] + [stream.size]
+        for rank, ((start, position), end) in enumerate(zip(begins, ends, strict=True)):
+            sizes[position] = end - (0 if rank == 0 else start)
+    return sizes

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from sparkpoint.checkpoint.errors import InvalidCheckpointValue
-from sparkpoint.checkpoint.handles import KeyGroupsStateHandle, OperatorStateHandle
+from sparkpoint.checkpoint.handles import KeyGroupsStateHandle, OperatorStateHandle, own_sizes
 from sparkpoint.checkpoint.ids import validate_checkpoint_id, validate_job_id
 from sparkpoint.checkpoint.keygroups import validate_parallelism
 from sparkpoint.checkpoint.status import CheckpointKind
@@ -30,7 +30,9 @@ class OperatorSubtaskState:
 
     @property
     def state_size(self) -> int:
-        return sum(h.state_size for h in self.keyed) + sum(h.state_size for h in self.operator)
+        """Bytes of state this subtask wrote, each counted once (its keyed and operator
+        handles usually share one file)."""
+        return sum(own_sizes((*self.keyed, *self.operator)))
 
 
 @dataclass(frozen=True, slots=True)

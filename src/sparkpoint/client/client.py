@@ -115,8 +115,19 @@ class CoordinatorClient:
         self._runs[graph.job_id] = str(result["run_id"])
         return result
 
-    def heartbeat(self, job_id: str, after_seq: int, *, run_id: str | None = None) -> Heartbeat:
-        body = {"after_seq": after_seq, "run_id": self._run(job_id, run_id)}
+    def heartbeat(
+        self,
+        job_id: str,
+        after_seq: int,
+        *,
+        run_id: str | None = None,
+        progress: dict[str, Any] | None = None,
+    ) -> Heartbeat:
+        """``progress``: what the driver reports of its pipeline (epoch, records,
+        records_per_s, source_lag), shown on the UI's Jobs page."""
+        body: dict[str, Any] = {"after_seq": after_seq, "run_id": self._run(job_id, run_id)}
+        if progress is not None:
+            body["progress"] = progress
         data = self._call("POST", f"/v1/jobs/{_job(job_id)}/heartbeat", body, idempotent=True)
         return Heartbeat.from_dict(data)
 

@@ -4,6 +4,7 @@ The only package (with ``counter`` and ``store``) that touches kazoo; everything
 the types and exceptions exported here.
 """
 
+from sparkpoint.ha.clusters import UnknownClusterError, cluster_ids, require_cluster
 from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
 from sparkpoint.ha.election import ZooKeeperLeaderElection, ZooKeeperLeadership
 from sparkpoint.ha.embedded import EmbeddedLeaderElection
@@ -46,12 +47,15 @@ __all__ = [
     "NotConnectedError",
     "Op",
     "PossiblyAppliedError",
+    "UnknownClusterError",
     "ZkPaths",
     "ZooKeeperConnection",
     "ZooKeeperLeaderElection",
     "ZooKeeperLeadership",
+    "cluster_ids",
     "list_contenders",
     "read_epoch",
     "read_leader",
+    "require_cluster",
     "watch_leader_info",
 ]

@@ -41,6 +41,8 @@ class ContenderInfo:
     node: str
     instance_id: str
     address: str
+    #: The ZooKeeper session that holds the node (a restarted process has a new one).
+    session: int = 0
 
 
 def sequence_of(node: str) -> int:
@@ -72,14 +74,16 @@ def list_contenders(conn: ZooKeeperConnection) -> list[ContenderInfo]:
             return []
         for node in sorted(nodes, key=sequence_of):
             try:
-                raw, _ = conn.retry(conn.client.get, f"{conn.paths.latch}/{node}")
+                raw, stat = conn.retry(conn.client.get, f"{conn.paths.latch}/{node}")
             except NoNodeError:
                 continue  # left while we listed
             try:
                 data = json.loads(raw.decode())
-                contenders.append(ContenderInfo(node, data["instance_id"], data["address"]))
+                contenders.append(
+                    ContenderInfo(node, data["instance_id"], data["address"], stat.ephemeralOwner)
+                )
             except (ValueError, KeyError, TypeError):
-                contenders.append(ContenderInfo(node, "?", "?"))
+                contenders.append(ContenderInfo(node, "?", "?", stat.ephemeralOwner))
     return contenders
 
 

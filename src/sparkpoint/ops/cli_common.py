@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+from rich.console import Console
 
 from sparkpoint.config import Config, ConfigError, load_config
 
@@ -53,3 +54,16 @@ def load(config_file: str | None, overrides: dict[str, Any]) -> Config:
         return load_config(config_file, overrides=overrides)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+#: Width when output goes to a file or a pipe: wide enough that no path or id is cut.
+PIPE_WIDTH = 100_000
+
+
+def output_console(**options: Any) -> Console:
+    """A console on stdout: the terminal's width on a terminal, else wide enough that
+    tables and paths are never cut or wrapped (for grep, files and scripts)."""
+    console = Console(soft_wrap=True, **options)
+    if console.is_terminal:
+        return console
+    return Console(soft_wrap=True, width=PIPE_WIDTH, **options)

@@ -29,7 +29,7 @@ def _view(demo: Demo) -> Group:
     leader = demo.leader[0] if demo.leader else None
     queued = demo.contenders()
     for replica in demo.replicas:
-        role = "killed" if not replica.alive() else (
+        role = ("stopped" if replica.stopped else "killed") if not replica.alive() else (
             f"leader (epoch {demo.leader[1]})" if demo.leader and replica.name == leader
             else "follower" if replica.name in queued else "starting"
         )  # fmt: skip
@@ -47,6 +47,8 @@ def _log_event(console: Console, event: dict[str, Any]) -> None:
         console.log(f"[bold red]{event['signal']}[/] sent to {event['coordinator']}")
     elif kind == "checkpoint":
         console.log(f"checkpoint {event['checkpoint_id']} completed (epoch {event['epoch']})")
+    elif kind == "addresses":
+        _log_addresses(console, event)
     elif kind == "zookeeper":
         console.log(
             f"ZooKeeper serving at {event['connect_string']}; REST authentication is "
@@ -190,11 +192,19 @@ def demo(
         f"{summary['last_completed_checkpoint']}, {len(summary['failovers'])} failovers"
         f"{driver_part}.\n"
         f"output (committed files part-*): {summary['output']}\n"
-        f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}"
+        f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}",
+        soft_wrap=True,  # whole paths, to copy, even when the output is not a terminal
     )
     _print_verification(console, verification)
     if failed:
         raise SystemExit(1)
+
+
+def _log_addresses(console: Console, event: dict[str, Any]) -> None:
+    for c in event["coordinators"]:
+        console.log(f"{c['name']} (pid {c['pid']}): web UI {c['ui']}, REST {c['rest']}")
+    console.log(f"ZooKeeper {event['zookeeper']}, cluster id {event['cluster_id']}; the CLI:")
+    console.print(event["export"], soft_wrap=True, highlight=False)
 
 
 def _check_connectors(source: str, sink: str) -> None:

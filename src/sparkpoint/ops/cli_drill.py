@@ -5,8 +5,10 @@ or the cluster did not start, the cluster never became steady)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,13 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_:
 
 def _execute(opts: dict[str, Any], body: Callable[..., DrillReport], **spec_options: Any) -> None:
     spec = _spec(opts, **spec_options)
+    if spec.local and spec.directory is None:
+        spec = dataclasses.replace(
+            spec, directory=Path(tempfile.mkdtemp(prefix="sparkpoint-drill-"))
+        )
+    if spec.local:  # logs, checkpoints and ZooKeeper's data stay there afterwards
+        click.echo(f"drill directory (logs, checkpoints, ZooKeeper data): {spec.directory}",
+                   err=True)  # fmt: skip
     code = report_and_exit_code(opts, lambda p: run_drill(spec, lambda t, o, c: body(t, o, c, p)))
     if code:
         raise SystemExit(code)

@@ -9,11 +9,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from sparkpoint.checkpoint import CompletedCheckpoint, FileStateHandle, OperatorState
 from sparkpoint.metadata import MetadataError, describe_checkpoint
+from sparkpoint.ops.cli_common import output_console
+from sparkpoint.ops.cli_status import cluster_options, pointer_or_job
 from sparkpoint.storage import (
     FileCheck,
     LoadedMetadata,
@@ -32,7 +33,10 @@ def metadata_group() -> None:
 
 
 @metadata_group.command(name="inspect")
-@click.argument("pointer")
+@click.argument("pointer", required=False)
+@click.option("--job", metavar="NAME", help="The job's latest retained checkpoint (asks the "
+              "cluster: --coordinator or --zookeeper/--cluster-id).")  # fmt: skip
+@cluster_options
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 @click.option(
     "--verify", is_flag=True, help="Check that every state file exists with its recorded size."
@@ -41,13 +45,15 @@ def metadata_group() -> None:
 @click.option("--hdfs-user", envvar="SPARKPOINT_HDFS_USER", help="HDFS user (simple auth).")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="HDFS timeout (s).")
 def inspect_command(
-    pointer: str,
+    pointer: str | None,
     *,
+    job: str | None,
     as_json: bool,
     verify: bool,
     subtasks: bool,
     hdfs_user: str | None,
     timeout: float,
+    **cluster: Any,
 ) -> None:
     """Show the checkpoint at POINTER: a chk-<id> or savepoint directory, or a _metadata
     file; a plain path, file://, hdfs:// or webhdfs:// URI.
@@ -55,7 +61,9 @@ def inspect_command(
     \b
     sparkpoint metadata inspect /data/checkpoints/clicks/chk-42
     sparkpoint metadata inspect hdfs://nn:8020/savepoints/savepoint-clicks-5f3a9c01be72 --verify
+    sparkpoint metadata inspect --job clicks
     """
+    pointer = pointer_or_job(pointer, job, cluster)
     options: dict[str, Any] = {"timeout": timeout}
     if hdfs_user:
         options["user"] = hdfs_user
@@ -114,9 +122,7 @@ def _handle_counts(state: OperatorState) -> tuple[int, int, int, int]:
 
 
 def _print_tables(loaded: LoadedMetadata, checks: list[FileCheck] | None, subtasks: bool) -> None:
-    terminal = Console(highlight=False)
-    # Piped into a file or grep, long paths should stay on one line.
-    console = terminal if terminal.is_terminal else Console(highlight=False, width=240)
+    console = output_console(highlight=False)
     console.print(_summary(loaded))
     console.print(_operators(loaded.checkpoint))
     if subtasks:

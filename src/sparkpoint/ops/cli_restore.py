@@ -7,7 +7,6 @@ only read access to the checkpoint's filesystem.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,8 @@ from sparkpoint.checkpoint import (
     OperatorSpec,
     StreamStateHandle,
 )
+from sparkpoint.ops.cli_common import output_console
+from sparkpoint.ops.cli_status import cluster_options, pointer_or_job
 from sparkpoint.recovery import RestoreError, RestorePlan, plan_restore
 from sparkpoint.recovery.loading import LoadedCheckpoint, load_checkpoint
 from sparkpoint.recovery.validation import has_keyed_state
@@ -147,7 +148,10 @@ def _print_plan(
 
 
 @restore.command("plan")
-@click.argument("pointer")
+@click.argument("pointer", required=False)
+@click.option("--job", metavar="NAME", help="The job's latest retained checkpoint (asks the "
+              "cluster: --coordinator or --zookeeper/--cluster-id).")  # fmt: skip
+@cluster_options
 @click.option(
     "--parallelism",
     "-p",
@@ -177,8 +181,9 @@ def _print_plan(
 @click.option("--hdfs-user", envvar="SPARKPOINT_HDFS_USER", help="HDFS user (simple auth).")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="HDFS timeout (s).")
 def plan_command(
-    pointer: str,
+    pointer: str | None,
     *,
+    job: str | None,
     parallelism: tuple[str, ...],
     max_parallelism: tuple[str, ...],
     graph_file: str | None,
@@ -187,6 +192,7 @@ def plan_command(
     as_json: bool,
     hdfs_user: str | None,
     timeout: float,
+    **cluster: Any,
 ) -> None:
     """Show which state every new subtask would read when restoring POINTER.
 
@@ -197,7 +203,9 @@ def plan_command(
     \b
     Example:
       sparkpoint restore plan /ckpt/clicks -p count=8 -p source=2
+      sparkpoint restore plan --job clicks -p 8
     """
+    pointer = pointer_or_job(pointer, job, cluster)
     try:
         options: dict[str, Any] = {"timeout": timeout}
         if hdfs_user:
@@ -210,4 +218,4 @@ def plan_command(
     if as_json:
         click.echo(json.dumps(plan.to_dict(), indent=1))
     else:
-        _print_plan(Console(file=sys.stdout, soft_wrap=True), loaded, plan, subtasks)
+        _print_plan(output_console(), loaded, plan, subtasks)

@@ -17,9 +17,9 @@ from typing import Any
 
 import click
 
-from sparkpoint.client import ClientError, CoordinatorClient, Credentials
+from sparkpoint.client import ClientError, CoordinatorClient, Credentials, Unavailable
 from sparkpoint.config import env_name
-from sparkpoint.ha import HAError
+from sparkpoint.ha import HAError, UnknownClusterError, require_cluster
 from sparkpoint.ops import cli_tables
 from sparkpoint.ops.cli_common import load, zookeeper_options, zookeeper_overrides
 from sparkpoint.ops.status_sources import (
@@ -35,12 +35,18 @@ from sparkpoint.storage import CheckpointStorage
 
 F = Callable[..., Any]
 QUORUM_KEY = "high-availability.zookeeper.quorum"
+CLUSTER_KEY = "high-availability.cluster-id"
 
 
 def connection_options(func: F) -> F:
+    func = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+    return cluster_options(func)
+
+
+def cluster_options(func: F) -> F:
+    """Where the cluster is: coordinators, or ZooKeeper (and credentials for either)."""
     func = zookeeper_options(func)
     func = click.option("--config", "config_file", type=click.Path(dir_okay=False))(func)
-    func = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
     func = click.option(
         "--token-file",
         envvar="SPARKPOINT_TOKEN_FILE",
@@ -88,23 +94,28 @@ def _source(opts: dict[str, Any], *, read_only: bool = True) -> Iterator[StatusS
     with ExitStack() as stack:
         addresses = list(opts["coordinators"])
         conn = None
+        retry_for_s: float | None = None
         if zookeeper_given:
             try:
                 conn = stack.enter_context(zookeeper(config))
+                require_cluster(conn)
+            except UnknownClusterError:
+                raise
             except HAError as exc:
                 if not addresses:
-                    raise click.ClickException(str(exc)) from exc
+                    raise click.ClickException(f"{exc}\n{WHERE_HINT}") from exc
         if not addresses and conn is not None:
             found = leader_address(conn)
             addresses = [found] if found else []
-        elif not addresses:
+        elif not addresses:  # nothing configured: a local coordinator answers at once or not
             addresses = [f"127.0.0.1:{config.rest.port}"]
+            retry_for_s = 1.0
         if addresses:
             client = stack.enter_context(
                 CoordinatorClient(
                     addresses,
                     timeout_s=5,
-                    retry_for_s=2 if conn else 10,
+                    retry_for_s=retry_for_s or (2 if conn else 10),
                     credentials=_credentials(opts),
                 )
             )
@@ -112,14 +123,31 @@ def _source(opts: dict[str, Any], *, read_only: bool = True) -> Iterator[StatusS
                 yield ClientSource(client)
                 return
         if conn is None:
-            raise click.ClickException("no coordinator answers and no ZooKeeper was given")
+            raise click.ClickException(
+                f"no coordinator answers and no ZooKeeper was given\n{WHERE_HINT}"
+            )
         yield ZooKeeperSource(conn, CheckpointStorage(config.storage.checkpoints_dir))
+
+
+WHERE_HINT = (
+    "Tell the CLI where the cluster is: --coordinator HOST:PORT (or SPARKPOINT_COORDINATOR="
+    "'HOST:PORT ...'), or --zookeeper QUORUM --cluster-id ID (or "
+    f"{env_name(QUORUM_KEY)} and {env_name(CLUSTER_KEY)}) to find the leader there and read "
+    "ZooKeeper while no coordinator answers. `sparkpoint demo` prints these when it starts."
+)
 
 
 def _run(opts: dict[str, Any], action: Callable[[StatusSource], Any], *, read_only: bool) -> Any:
     try:
         with _source(opts, read_only=read_only) as source:
             return action(source)
+    except Unavailable as exc:
+        nothing_given = not (
+            opts["coordinators"] or opts["quorum"] or opts["config_file"]
+            or os.environ.get(env_name(QUORUM_KEY))
+        )  # fmt: skip
+        default = " (the default address: nothing was configured)" if nothing_given else ""
+        raise click.ClickException(f"{exc.code}: {exc.message}{default}\n{WHERE_HINT}") from exc
     except ClientError as exc:
         raise click.ClickException(f"{exc.code}: {exc.message}") from exc
     except ServiceError as exc:
@@ -188,13 +216,49 @@ def checkpoints_list(job_id: str, **opts: Any) -> None:
 
 
 @checkpoints_group.command("show")
-@click.argument("job_id")
-@click.argument("checkpoint_id", type=int)
+@click.argument("job_id", required=False)
+@click.argument("checkpoint_id", type=int, required=False)
+@click.option("--job", "job_option", metavar="NAME", help="The job (instead of JOB_ID).")
 @connection_options
-def checkpoints_show(job_id: str, checkpoint_id: int, **opts: Any) -> None:
-    """One checkpoint: status, times, size and (when retained) its `_metadata`."""
-    data = _run(opts, lambda s: s.checkpoint(job_id, checkpoint_id), read_only=True)
+def checkpoints_show(
+    job_id: str | None, checkpoint_id: int | None, job_option: str | None, **opts: Any
+) -> None:
+    """One checkpoint: status, times, size and (when retained) its `_metadata`.
+
+    Without CHECKPOINT_ID, the job's latest retained checkpoint.
+
+    \b
+    sparkpoint checkpoints show clicks 42
+    sparkpoint checkpoints show --job clicks
+    """
+    if job_id and job_option and job_id != job_option:
+        raise click.UsageError(f"two jobs given: {job_id} and --job {job_option}")
+    job = job_id or job_option
+    if job is None:
+        raise click.UsageError("name the job: JOB_ID [CHECKPOINT_ID], or --job NAME")
+    if checkpoint_id is None:
+        checkpoint_id = int(latest_retained(opts, job)["checkpoint_id"])
+    data = _run(opts, lambda s: s.checkpoint(job, checkpoint_id), read_only=True)
     _emit(opts, data, cli_tables.checkpoint)
+
+
+def latest_retained(opts: dict[str, Any], job_id: str) -> dict[str, Any]:
+    """The job's latest retained checkpoint (a pointer as a dict), asked of the cluster."""
+    overview = _run(opts, lambda s: s.checkpoints(job_id), read_only=True)
+    retained = overview.get("retained") or []
+    if not retained:
+        raise click.ClickException(f"job {job_id} has no retained checkpoint yet")
+    return dict(max(retained, key=lambda p: int(p["checkpoint_id"])))
+
+
+def pointer_or_job(pointer: str | None, job: str | None, opts: dict[str, Any]) -> str:
+    """POINTER as given, or the `_metadata` of ``--job``'s latest retained checkpoint."""
+    if (pointer is None) == (job is None):
+        raise click.UsageError("give either POINTER or --job NAME")
+    if pointer is not None:
+        return pointer
+    assert job is not None
+    return str(latest_retained(opts, job)["metadata_uri"])
 
 
 def _client_of(source: StatusSource) -> CoordinatorClient:

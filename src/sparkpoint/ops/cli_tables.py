@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from sparkpoint.ops.cli_common import output_console
+
 
 def _console() -> Console:
-    return Console(file=sys.stdout, soft_wrap=True)
+    return output_console()
 
 
 def _ts(ms: int | None) -> str:

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from sparkpoint.ops.cli_common import output_console
 from sparkpoint.ops.zookeeper import LocalZooKeeper, ZooKeeperLaunchError
 
 DEFAULT_DIR = Path(".sparkpoint/zookeeper")
@@ -91,6 +91,6 @@ def status(directory: Path, as_json: bool) -> None:
         for row in rows:
             table.add_row(*(str(row[k] if row[k] is not None else "-") for k in
                             ("server", "address", "pid", "mode")))  # fmt: skip
-        Console().print(table)
+        output_console().print(table)
     if not any(row["mode"] for row in rows):
         raise SystemExit(1)

@@ -24,12 +24,15 @@ from typing import Any
 
 from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_leader
+from sparkpoint.ops.demo_addresses import addresses_event
 from sparkpoint.ops.demo_connectors import QueueDemo
 from sparkpoint.ops.drills.kill_driver import standby_ready
 from sparkpoint.ops.zookeeper import LocalZooKeeper, free_port
 
 CLUSTER = "demo"
 JOB = "clicks"
+#: Checkpoints each job keeps: a path copied from `checkpoints list` outlives a few more.
+RETAINED = 3
 
 
 @dataclass
@@ -58,6 +61,8 @@ class Replica:
     name: str
     port: int
     proc: subprocess.Popen[bytes] | None = None
+    #: Stopped by the demo at its end (not killed).
+    stopped: bool = False
 
     @property
     def address(self) -> str:
@@ -138,6 +143,7 @@ class Demo:
             replica = Replica(f"coordinator-{i + 1}", free_port())
             self._start_replica(replica)
             self.replicas.append(replica)
+        self._announce_addresses()
         if opts.source == "rabbitmq":
             self.queue = QueueDemo(opts.directory)
             self.queue.start_servers()
@@ -170,17 +176,30 @@ class Demo:
             time.sleep(0.25)
         self._read_progress()
 
+    def _announce_addresses(self) -> None:
+        """Say where everything is as soon as a leader is elected (or after a while
+        without one): the UI and REST addresses, ZooKeeper, the cluster id, and a line
+        that points the CLI at the demo."""
+        assert self.zk is not None
+        deadline = time.monotonic() + 60
+        while self._current_leader() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # a poll interval; the deadline ends the wait
+        self.emit(addresses_event(self.zk.connect_string, CLUSTER, self.replicas))
+
     def _watch_leader(self, killed_at: float | None) -> tuple[tuple[str, int] | None, float | None]:
-        """Emit a leader change (with the handover time after a kill). Returns the
+        """Emit a leader change (with the handover time after a kill by the demo). Every
+        change after the first leader is a failover, whoever caused it. Returns the
         current leader, and the kill time while its handover is still awaited."""
         current = self._current_leader()
         if current and current != self.leader:
             event: dict[str, Any] = {"event": "leader", "leader": current[0],
                                      "epoch": current[1]}  # fmt: skip
-            if killed_at is not None:
-                event["handover_s"] = round(time.monotonic() - killed_at, 2)
+            if self.leader is not None:
+                event["previous_leader"], event["previous_epoch"] = self.leader
+                if killed_at is not None:
+                    event["handover_s"] = round(time.monotonic() - killed_at, 2)
                 self.failovers.append(event)
-                killed_at = None
+            killed_at = None
             self.emit(event)
             self.leader = current
         return current, killed_at
@@ -211,6 +230,7 @@ class Demo:
             "high-availability.lease.renew-interval": "250 ms",
             "high-availability.lease.takeover-timeout": f"{opts.takeover_timeout_s} s",
             "state.checkpoints.dir": str(self.checkpoint_dir),
+            "state.checkpoints.num-retained": str(RETAINED),
             "state.savepoints.dir": str(opts.directory / "savepoints"),
             # A demo on loopback: no tokens (each replica says so in its log at start).
             "rest.auth.enabled": "false",
@@ -374,6 +394,7 @@ class Demo:
                 assert replica.proc is not None
                 replica.proc.send_signal(signal.SIGCONT)
                 replica.proc.terminate()
+                replica.stopped = True
         for replica in self.replicas:
             if replica.proc is not None:
                 try:
@@ -411,6 +432,9 @@ class Demo:
             "records": self.progress.records,
             "last_completed_checkpoint": self.progress.last_completed,
             "failovers": self.failovers,
+            "zookeeper": self.zk.connect_string if self.zk is not None else None,
+            "cluster_id": CLUSTER,
+            "coordinators": [f"http://{r.address}" for r in self.replicas],
             **({"driver_takeovers": self.driver_takeovers} if self.options.standby_driver else {}),
             "committed_files": len(committed),
             "output": str(self.output_dir),

@@ -16,6 +16,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from sparkpoint.checkpoint import JobGraph
 from sparkpoint.pipeline.channel import (
@@ -40,6 +41,16 @@ class BackgroundChannel:
         self.dropped: list[int] = []
         #: Set by the thread when the coordinator refused this run.
         self.superseded: RunSuperseded | None = None
+
+    @property
+    def progress(self) -> dict[str, Any] | None:
+        """The wrapped channel's progress report (sent by the thread's heartbeats)."""
+        return getattr(self.inner, "progress", None)
+
+    @progress.setter
+    def progress(self, report: dict[str, Any] | None) -> None:
+        if hasattr(self.inner, "progress"):
+            self.inner.progress = report  # type: ignore[attr-defined]
 
     def register(self, graph: JobGraph, *, standby: bool = False) -> str:
         return self.inner.register(graph, standby=standby)

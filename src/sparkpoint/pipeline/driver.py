@@ -42,6 +42,7 @@ from sparkpoint.pipeline.channel import (
 )
 from sparkpoint.pipeline.operator_state import decode_element, encode_element
 from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
+from sparkpoint.pipeline.progress import ProgressMeter
 from sparkpoint.pipeline.tasks import (
     EpochTask,
     LoadTask,
@@ -150,6 +151,7 @@ class PipelineDriver:
         self.state: RDD[Any] | None = None
         self._cached: list[RDD[Any]] = []
         self.last_union: RDD[Any] | None = None
+        self._meter = ProgressMeter()
 
     # -- start and restore ------------------------------------------------------------
 
@@ -232,6 +234,8 @@ class PipelineDriver:
         """Heartbeat; act on completions and aborts, queue triggers."""
         if self.status.superseded is not None:
             return
+        if hasattr(self.channel, "progress"):  # a channel that reports it (the service's)
+            self.channel.progress = self._meter.report_of(self.status, self._source)
         try:
             notices = self.channel.heartbeat()
         except RunSuperseded as exc:

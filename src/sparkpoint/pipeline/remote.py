@@ -63,6 +63,7 @@ class RemoteChannel:
         first = addresses if isinstance(addresses, str) else (addresses or [""])[0]
         self._first_address = first.split(",")[0].strip()
         self._liveness: LivenessListener | None = None
+        self.progress: dict[str, Any] | None = None  # sent with heartbeats (UI's Jobs page)
 
     @property
     def job_id(self) -> str:
@@ -146,7 +147,9 @@ class RemoteChannel:
     def heartbeat(self) -> list[RunNotice]:
         try:
             with self._as_run():
-                beat = self.client.heartbeat(self.job_id, self._seq, run_id=self.run_id)
+                beat = self.client.heartbeat(
+                    self.job_id, self._seq, run_id=self.run_id, progress=self.progress
+                )
         except Unavailable as exc:
             # No leader for a while: nothing to act on; the pipeline goes on and the
             # next heartbeat tries again.

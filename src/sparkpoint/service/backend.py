@@ -128,7 +128,12 @@ class ZooKeeperBackend:
 
     def contenders(self) -> list[dict[str, Any]]:
         return [
-            {"node": c.node, "instance_id": c.instance_id, "address": c.address}
+            {
+                "node": c.node,
+                "instance_id": c.instance_id,
+                "address": c.address,
+                "session": f"{c.session:#x}",
+            }
             for c in list_contenders(self.conn)
         ]
 

@@ -173,6 +173,8 @@ class DrillReport:
                      + (f" ({'; '.join(reasons)[:300]})" if reasons else ""))  # fmt: skip
         lines.append("invariants: all held" if self.ok
                      else f"invariants: {len(self.violations)} VIOLATED")  # fmt: skip
+        if self.config.get("directory"):
+            lines.append(f"logs, checkpoints and ZooKeeper data: {self.config['directory']}")
         return lines
 
     def plot(self, path: Path) -> None:
@@ -211,12 +213,19 @@ class DrillReport:
                   if self.drill == "kill-driver" else
                   (("takeover_timeout_s", "lease takeover timeout"),
                    ("session_timeout_s", "session timeout")))  # fmt: skip
-        for key, label in bounds:
-            value = self.config.get(key)
-            if value:
-                ax.axhline(value, linestyle="--", linewidth=1, color="grey")
-                ax.annotate(f"{label} {value:g} s", (xs[0] if xs else 1, value),
-                            textcoords="offset points", xytext=(0, 3), fontsize=8)  # fmt: skip
+        plotted = [v for r in self.iterations for a, _, _ in series
+                   if (v := getattr(r, a)) is not None]  # fmt: skip
+        drawn, off_scale = bounds_on_scale(
+            max(plotted, default=0.0), [(label, self.config.get(key)) for key, label in bounds]
+        )
+        for label, value in drawn:
+            ax.axhline(value, linestyle="--", linewidth=1, color="grey")
+            ax.annotate(f"{label} {value:g} s", (xs[0] if xs else 1, value),
+                        textcoords="offset points", xytext=(0, 3), fontsize=8)  # fmt: skip
+        if off_scale:  # named, not drawn: a 30 s line would flatten 0-2 s figures
+            note = ", ".join(f"{label} {value:g} s" for label, value in off_scale)
+            fig.text(0.01, 0.005, f"above the scale (not drawn): {note}", fontsize=8,
+                     color="grey", ha="left", va="bottom")  # fmt: skip
         from matplotlib.ticker import MaxNLocator
 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -227,7 +236,7 @@ class DrillReport:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend()
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
         fig.savefig(path)
         plt.close(fig)
 
@@ -264,3 +273,23 @@ def _round(value: float | None) -> float | None:
 
 def _secs(value: float | None) -> str:
     return f"{value:.2f} s" if value is not None else "-"
+
+
+#: A bound line is drawn when it is at most this many times the largest figure plotted.
+BOUND_SCALE = 3.0
+
+
+def bounds_on_scale(
+    top: float, bounds: list[tuple[str, float | None]]
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Split the chart's reference lines (label, seconds) into those drawn and those only
+    named: a line far above every figure would squash the figures into the bottom.
+
+    >>> bounds_on_scale(1.8, [("lease takeover timeout", 1.5), ("session timeout", 30.0)])
+    ([('lease takeover timeout', 1.5)], [('session timeout', 30.0)])
+    """
+    drawn, off = [], []
+    for label, value in bounds:
+        if value:
+            (drawn if top <= 0 or value <= BOUND_SCALE * top else off).append((label, value))
+    return drawn, off

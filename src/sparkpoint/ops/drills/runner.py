@@ -44,6 +44,7 @@ def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
     s = target.settings
     return {
         "target": "local" if spec.local else f"{spec.quorum} cluster {spec.cluster_id}",
+        "directory": str(spec.directory) if spec.local and spec.directory else None,
         "replicas": len(target.addresses()),
         "zookeeper_servers": 3 if spec.local else None,
         "workload": ("demo pipeline (clicks)" if spec.pipeline else "acknowledging driver")

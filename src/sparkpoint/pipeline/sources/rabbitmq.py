@@ -127,6 +127,17 @@ class RabbitMQSource(MessageAcknowledgingSource):
         out, self._received = self._received[:max_messages], self._received[max_messages:]
         return out
 
+    def lag(self) -> int | None:
+        """Messages ready in the queue, not yet delivered to this source (None while
+        the broker cannot be asked); shown as the job's source lag in the UI."""
+        if self._publisher is None or not self._publisher.is_open:
+            return None
+        try:
+            declared = self._publisher.queue_declare(self.queue, passive=True)
+        except AMQPError:
+            return None
+        return int(declared.method.message_count)
+
     def acknowledge(self, tags: list[Any]) -> None:
         live = [t for t in tags if t[0] == self._generation]
         if len(live) < len(tags):

@@ -18,6 +18,8 @@ from sparkpoint.service.api import (
 from sparkpoint.service.api.limits import MAX_BODY_BYTES, BodyLimit
 from sparkpoint.service.replica import Replica
 from sparkpoint.service.ui import mount_static, watch_leadership
+from sparkpoint.service.ui.peers import PeerProbe
+from sparkpoint.service.ui.progress import ProgressBoard
 
 
 def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
@@ -38,6 +40,8 @@ def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fas
     app.include_router(status.probes)
     app.include_router(ui_status.router)
     app.state.leadership_history = watch_leadership(replica.backend)
+    app.state.peer_probe = PeerProbe()
+    app.state.driver_progress = ProgressBoard()
     mount_static(app)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(audit.AuditLog)

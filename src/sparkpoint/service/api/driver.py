@@ -101,6 +101,8 @@ def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str
     term = _term(request)
     was_connected = term.session(job_id).connected()
     beat = term.runs.heartbeat(job_id, body.run_id, body.after_seq)
+    if beat.role == "active" and body.progress is not None:
+        request.app.state.driver_progress.note(job_id, body.run_id, body.progress.model_dump())
     if beat.role == "active" and not was_connected:
         # The driver is heard for the first time in this term (a failover, or it is back
         # from a gap): let the worker trigger what is due now, so that the trigger rides

@@ -70,12 +70,26 @@ class RegisterReply(BaseModel):
     )
 
 
+class DriverProgress(BaseModel):
+    """How the pipeline keeps up, as its driver sees it (the UI's Jobs page)."""
+
+    epoch: int = Field(ge=0, description="The pipeline's last finished epoch (micro-batch).")
+    records: int = Field(ge=0, description="Records this driver run processed so far.")
+    records_per_s: float = Field(ge=0, description="Recent rate (records per second).")
+    source_lag: int | None = Field(
+        None, ge=0, description="Records or messages waiting in the source, when it says."
+    )
+
+
 class HeartbeatRequest(BaseModel):
     after_seq: int = Field(0, ge=0, description="The last notification seq seen (0 at start).")
     run_id: str = Field(
         min_length=1,
         max_length=128,
         description="The driver run (from registration); a superseded run is refused with 409.",
+    )
+    progress: DriverProgress | None = Field(
+        None, description="Optional: the pipeline's progress, shown on the UI's Jobs page."
     )
 
 

@@ -25,10 +25,11 @@ from sparkpoint.runs.errors import (
     UnknownJobError,
 )
 from sparkpoint.service.api.models import ErrorReply
-from sparkpoint.service.backend import ZooKeeperBackend
 from sparkpoint.service.replica import Replica
 from sparkpoint.service.status import StatusReader, pointer_record
 from sparkpoint.service.ui import LeadershipHistory, RetainedCache
+from sparkpoint.service.ui.peers import PEER_TIMEOUT_S, PeerProbe, own_view
+from sparkpoint.service.ui.progress import ProgressBoard
 from sparkpoint.storage import StorageError
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -39,8 +40,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 router = APIRouter(prefix="/v1/ui", responses=_ERRORS, tags=["ui"])
 
-#: How long one replica waits for another's own view on the cluster page.
-PEER_TIMEOUT_S = 0.8
 #: Most points the duration/size chart gets (the newest completed checkpoints).
 CHART_POINTS = 1000
 #: How many of the newest retained checkpoints the retained list shows.
@@ -66,31 +65,10 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _zookeeper_state(replica: Replica) -> str:
-    backend = replica.backend
-    if isinstance(backend, ZooKeeperBackend):
-        return backend.conn.state.value
-    return "embedded"
-
-
-def _this(replica: Replica) -> dict[str, Any]:
-    term = replica.term
-    lease = term.leadership.lease_remaining() if term is not None else None
-    return {
-        "instance_id": replica.instance_id,
-        "address": replica.address,
-        "role": replica.state(),
-        "zookeeper": _zookeeper_state(replica),
-        "ready": replica.is_ready(),
-        "epoch": term.epoch if term is not None else None,
-        "lease_remaining_s": lease,
-    }
-
-
 @router.get("/replica")
 def replica_view(request: Request) -> dict[str, Any]:
     """This replica: its role, its ZooKeeper connection, the leadership changes it saw."""
-    return {**_this(_replica(request)), "changes": _history(request).changes()}
+    return {**own_view(_replica(request)), "changes": _history(request).changes()}
 
 
 @router.get("/cluster")
@@ -113,41 +91,18 @@ def cluster(request: Request) -> dict[str, Any]:
     except HAError:  # ZooKeeper unreachable: still show this replica's own view
         contenders = []
     auth = request.headers.get("authorization")
-    replicas = [_peer(c, replica, auth) for c in contenders]
+    probe: PeerProbe = request.app.state.peer_probe
+    replicas = probe.views(contenders, replica, auth)
     if not any(r.get("instance_id") == replica.instance_id for r in replicas):
-        replicas.append({**_this(replica), "in_election": False, "answered": True})
+        replicas.append({**own_view(replica), "in_election": False, "answered": True})
     return {
         "now_ms": now,
-        "served_by": _this(replica),
+        "served_by": own_view(replica),
         "leader": leader,
         "lease": lease,
         "replicas": replicas,
         "changes": _history(request).changes(),
     }
-
-
-def _peer(contender: dict[str, Any], replica: Replica, auth: str | None) -> dict[str, Any]:
-    base = {"instance_id": contender["instance_id"], "address": contender["address"]}
-    if contender["instance_id"] == replica.instance_id:
-        return {**_this(replica), "in_election": True, "answered": True}
-    headers = {"authorization": auth} if auth else {}
-    try:
-        answer = httpx.get(
-            f"{contender['address']}/v1/ui/replica", timeout=PEER_TIMEOUT_S, headers=headers
-        )
-        answer.raise_for_status()
-        view = answer.json()
-        view.pop("changes", None)
-        return {**base, **view, "in_election": True, "answered": True}
-    except (httpx.HTTPError, ValueError) as exc:
-        return {
-            **base,
-            "role": "unreachable",
-            "zookeeper": "unknown",
-            "in_election": True,
-            "answered": False,
-            "error": f"{type(exc).__name__}: {exc}",
-        }
 
 
 @router.get("/jobs")
@@ -156,6 +111,7 @@ def jobs(request: Request) -> dict[str, Any]:
     reader = _reader(request)
     replica = _replica(request)
     now = _now_ms()
+    progress = _progress_reports(request)
     out = []
     for summary in reader.jobs():
         job = reader.job(summary["job_id"])
@@ -173,18 +129,58 @@ def jobs(request: Request) -> dict[str, Any]:
                     {k: op[k] for k in ("uid", "name", "parallelism", "max_parallelism", "keyed")}
                     for op in job["graph"]["operators"]
                 ],
-                **_driver_runs(job, replica, summary["job_id"]),
+                **(runs := _driver_runs(job, replica, summary["job_id"])),
+                "progress": _of_run(progress.get(job["job_id"]), runs["driver_run"], now),
                 "last_checkpoint": None
                 if last is None
                 else {
                     "id": last.checkpoint_id,
                     "completed_ms": last.completion_timestamp_ms,
                     "age_ms": max(now - last.completion_timestamp_ms, 0),
+                    "duration_ms": last.duration_ms,
+                    "state_size": last.state_size,
                 },
                 "retained": len(retained),
             }
         )
     return {"now_ms": now, "source": reader.source, "jobs": out}
+
+
+@router.get("/progress")
+def progress_reports(request: Request) -> dict[str, Any]:
+    """What each job's driver reported in its last heartbeat to this replica (the
+    leader's are the current ones): epoch, records, records/s, source lag."""
+    board: ProgressBoard = request.app.state.driver_progress
+    return {"now_ms": _now_ms(), "jobs": board.all()}
+
+
+def _progress_reports(request: Request) -> dict[str, dict[str, Any]]:
+    """The drivers' progress as the leader heard it: drivers heartbeat to the leader only,
+    so a follower asks it (nothing when it does not answer in time)."""
+    replica = _replica(request)
+    if replica.state() == "leader":
+        return dict(progress_reports(request)["jobs"])
+    leader = replica.known_leader()
+    if not leader or not leader.get("address"):
+        return {}
+    auth = request.headers.get("authorization")
+    try:
+        answer = httpx.get(
+            f"{leader['address']}/v1/ui/progress",
+            timeout=PEER_TIMEOUT_S,
+            headers={"authorization": auth} if auth else {},
+        )
+        answer.raise_for_status()
+        return dict(answer.json()["jobs"])
+    except (httpx.HTTPError, ValueError, KeyError):
+        return {}
+
+
+def _of_run(report: dict[str, Any] | None, run_id: str | None, now: int) -> dict[str, Any] | None:
+    """``report`` if the job's current driver run sent it (a replaced run's is not shown)."""
+    if report is None or (run_id and report.get("run_id") != run_id):
+        return None
+    return {**report, "age_ms": max(now - int(report["reported_ms"]), 0)}
 
 
 def _driver_runs(job: dict[str, Any], replica: Replica, job_id: str) -> dict[str, Any]:

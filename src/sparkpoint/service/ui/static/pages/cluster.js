@@ -1,6 +1,6 @@
 // Cluster: the leader and its lease, every replica, and the failover history.
 import { get } from "../api.js";
-import { dateTime, duration, html, toHtml } from "../format.js";
+import { dateTime, duration, html, time, toHtml } from "../format.js";
 
 export const NAV = "cluster";
 
@@ -50,7 +50,12 @@ export async function refresh(main, _params, _state) {
               r.instance_id === c.served_by.instance_id ? html` <span class="tag">this page</span>` : ""
             }</td>
             <td class="mono">${r.address}</td>
-            <td><span class="role ${r.role}">${r.role}</span></td>
+            <td>${
+              r.answered
+                ? html`<span class="role ${r.role}">${r.role}</span>`
+                : html`<span class="role unreachable" title="${r.error ?? ""}">not answering</span>
+                  <span class="muted small">since ${time(r.not_answering_since_ms)}</span>`
+            }</td>
             <td><span class="zk ${r.zookeeper}">${r.zookeeper}</span></td>
             <td>${r.answered ? (r.ready ? "yes" : "no") : "—"}</td>
             <td>${r.epoch ?? "—"}</td>
