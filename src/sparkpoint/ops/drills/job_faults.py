@@ -23,7 +23,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from sparkpoint.client import ClientError, CoordinatorClient
+from sparkpoint.client import ClientError, Conflict, CoordinatorClient
 from sparkpoint.ops.drills.cluster import DrillError, LocalCluster
 from sparkpoint.ops.drills.invariants import Invariant
 from sparkpoint.ops.drills.observer import ClusterObserver, Observation
@@ -64,6 +64,21 @@ def _poll(condition: object, timeout: float) -> bool:
     return False
 
 
+def _request_stop(target: LocalCluster, job_id: str) -> bool:
+    """Ask for a stop-with-savepoint until one is taken. A request that timed out may have
+    been taken: asking again is then refused (a stop is in progress), which says so."""
+    with CoordinatorClient(target.addresses(), timeout_s=10.0, retry_for_s=60.0) as client:
+        for _ in range(5):
+            try:
+                client.trigger_savepoint(job_id, None, stop=True)
+                return True
+            except Conflict:
+                return True  # ours, from an attempt whose answer was lost
+            except ClientError:
+                continue
+    return False
+
+
 def stop_and_register(
     target: LocalCluster, observer: ClusterObserver, deadline_s: float, n: int, before: Observation
 ) -> IterationResult:
@@ -71,18 +86,25 @@ def stop_and_register(
     job_id = pipeline.job_id
     max_before = max((cid for cid, _ in before.completions), default=0)
     t0 = time.monotonic() - observer.started
-    try:
-        with CoordinatorClient(target.addresses(), timeout_s=2.0, retry_for_s=30.0) as client:
-            savepoint_id = client.trigger_savepoint(job_id, None, stop=True)
-    except ClientError as exc:
-        result = IterationResult(n, "stop-and-register")
-        result.invariants.append(Invariant("job_stopped", False, f"stop refused: {exc}"))
-        return result
+    requested = _request_stop(target, job_id)
     proc = pipeline.proc
     stopped = proc is not None and _poll(lambda: proc.poll() is not None, deadline_s)
-    metadata = next((n_.get("metadata_uri") for n_ in pipeline.notices()
-                     if n_.get("type") == "complete"
-                     and n_.get("checkpoint_id") == savepoint_id), None)  # fmt: skip
+    # Whichever request took (one may have timed out with its outcome unknown), the stop
+    # savepoint is the one the driver heard complete with the stop flag.
+    done = [n_ for n_ in pipeline.notices() if n_.get("type") == "complete"
+            and n_.get("kind") == "savepoint" and n_.get("stop")]  # fmt: skip
+    last = done[-1] if done and stopped else None
+    savepoint_id = int(last["checkpoint_id"]) if last else 0
+    metadata = last.get("metadata_uri") if last else None
+    aborted = [n_ for n_ in pipeline.notices() if n_.get("type") == "abort"
+               and n_.get("kind") == "savepoint" and n_.get("stop")]  # fmt: skip
+    if not stopped and (not requested or aborted):
+        # Nothing was ended: the request was never taken, or the stop savepoint aborted
+        # (the job then goes on, as it must). The fault did not happen; the drill goes on.
+        result = IterationResult(n, "stop-and-register (not injected)")
+        result.notes["why"] = (aborted[-1].get("reason") if aborted
+                               else "no stop-with-savepoint request was taken")  # fmt: skip
+        return result
     record = target.conn.paths.job(job_id)
     ended = _poll(lambda: target.conn.client.exists(record) is None, deadline_s)
     invariants = [Invariant(
