@@ -185,3 +185,22 @@ def test_in_doubt_write_after_a_takeover_is_in_doubt_and_fences(setup: Setup) ->
     assert "deposed" in str(outcome["error"])
     assert fence.is_fenced and len(fenced) == 1
     assert s.leader.wait_for(ConnectionState.CONNECTED, 20)
+
+
+def test_a_store_in_doubt_reads_zookeeper_again_before_it_answers(setup: Setup) -> None:
+    # What a restore plan asks: after an add whose outcome is unknown, the store must not
+    # answer from its view from before the write (which still names the subsumed one).
+    s = setup
+    first = _complete_first(s)
+    cid = s.h.trigger_next()
+    outcome = _ack_last_with_reply_dropped(s, cid)
+    s.proxy.reset()
+    _finish(outcome)
+    assert isinstance(outcome.get("error"), PossiblyAppliedError), outcome
+    s.proxy.heal()
+    wait_until(lambda: s.leader.state is ConnectionState.CONNECTED, timeout=30,
+               message="the leader's connection back")  # fmt: skip
+    latest = s.h.store.get_latest()
+    assert latest is not None and latest.checkpoint_id == cid
+    assert [p.checkpoint_id for p in s.h.store.get_all()] == [cid]
+    assert first != cid
