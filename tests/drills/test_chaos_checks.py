@@ -135,3 +135,19 @@ def test_the_replay_bound_covers_every_run_of_a_restarted_driver() -> None:
                {"event": "started", "epoch": 0}, {"epoch": 6}]  # fmt: skip
     assert epochs_read(reports) == 18
     assert epochs_read([{"event": "started", "epoch": 0}, {"epoch": 4}]) == 4
+
+
+def test_a_directory_is_an_orphan_only_from_when_it_stopped_being_retained() -> None:
+    # chk-4: written 500 s ago, retained until 2 s ago (subsumed, its deletion queued on a
+    # slow storage): young as an orphan. chk-3: never retained since the drill looked.
+    dirs = [CheckpointDirectory(3, 500.0), CheckpointDirectory(4, 500.0),
+            CheckpointDirectory(5, 1.0)]  # fmt: skip
+    verdict = check_no_stale_directories(
+        dirs, retained=[5], pending=[], grace_s=60, unretained_for_s={4: 2.0}
+    )
+    assert not verdict.ok
+    assert "chk-3 (500 s)" in verdict.detail and "chk-4" not in verdict.detail
+    later = check_no_stale_directories(
+        dirs, retained=[5], pending=[], grace_s=60, unretained_for_s={3: 70.0, 4: 61.0}
+    )
+    assert "2 orphan directories" in later.detail

@@ -191,10 +191,13 @@ def _storage_checks(
     except HAError as exc:
         out.append(Invariant("latest_checkpoint_restorable", False, f"cannot read: {exc}"))
     pending = pending_ids(target.addresses(), job_id)
-    retained = observer.snapshot().retained
+    obs = observer.snapshot()
+    now_s = time.monotonic() - observer.started
+    unretained = {cid: now_s - at for cid, at in obs.retained_last_seen.items()}
     out.append(check_no_stale_directories(
-        checkpoint_directories(target.checkpoints_dir / job_id), retained,
-        pending if pending is not None else set(), leak_after(options, target)))  # fmt: skip
+        checkpoint_directories(target.checkpoints_dir / job_id), obs.retained,
+        pending if pending is not None else set(), leak_after(options, target),
+        unretained))  # fmt: skip
     return out
 
 

@@ -7,7 +7,7 @@ Each check returns an :class:`Invariant`: its name, whether it held, and what br
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -215,12 +215,18 @@ def check_no_stale_directories(
     retained: Iterable[int],
     pending: Iterable[int],
     grace_s: float,
+    unretained_for_s: Mapping[int, float] | None = None,
 ) -> Invariant:
     """No ``chk-<id>`` directory older than the grace period unless ZooKeeper retains it,
     the leader has it pending, or the running job may still use it (the newest directory,
     and the newest one holding files: the driver's latest snapshot, completed or not —
     docs/architecture.md): anything else is an orphan the collector should have removed
-    (a failover's half-written checkpoint, a declined or expired one)."""
+    (a failover's half-written checkpoint, a declined or expired one).
+
+    ``unretained_for_s``: how long ago each id was last seen retained. A checkpoint is an
+    orphan only from when it stopped being retained: one subsumed a moment ago is young,
+    however long ago its files were written."""
+    since = unretained_for_s or {}
     keep = set(retained) | set(pending)
     if directories:
         keep.add(max(d.checkpoint_id for d in directories))
@@ -228,7 +234,12 @@ def check_no_stale_directories(
     if with_files:
         keep.add(max(with_files))
     stale = sorted(
-        (d for d in directories if d.checkpoint_id not in keep and d.age_s > grace_s),
+        (
+            d
+            for d in directories
+            if d.checkpoint_id not in keep
+            and min(d.age_s, since.get(d.checkpoint_id, d.age_s)) > grace_s
+        ),
         key=lambda d: d.checkpoint_id,
     )
     problems = [f"{len(stale)} orphan directories older than {grace_s:g} s: "

@@ -28,6 +28,9 @@ class Observation:
     # in order of appearance; samples use the same clock.
     completions: list[tuple[int, float]] = field(default_factory=list)
     retained: tuple[int, ...] = ()
+    #: When (s since the observer started) each checkpoint id was last seen retained: a
+    #: directory subsumed a moment ago is young as an orphan, however old its files.
+    retained_last_seen: dict[int, float] = field(default_factory=dict)
     leader_epoch: int | None = None
     leader_instance: str | None = None
     leader_address: str | None = None
@@ -74,8 +77,8 @@ class ClusterObserver:
         with self._lock:
             return Observation(
                 list(self.obs.samples), list(self.obs.completions), self.obs.retained,
-                self.obs.leader_epoch, self.obs.leader_instance, self.obs.leader_address,
-                self.obs.errors,
+                dict(self.obs.retained_last_seen), self.obs.leader_epoch,
+                self.obs.leader_instance, self.obs.leader_address, self.obs.errors,
             )  # fmt: skip
 
     def wall(self, at_s: float | None) -> float | None:
@@ -143,6 +146,8 @@ class ClusterObserver:
             self.obs.leader_address = leader.address if leader else None
             ids = tuple(p.checkpoint_id for p in pointers)
             self.obs.retained = ids
+            for cid in ids:
+                self.obs.retained_last_seen[cid] = now - self.started
             for cid in sorted(ids):
                 if cid not in self._seen:
                     self._seen.add(cid)
