@@ -1,11 +1,9 @@
-"""Restore through HDFS (WebHDFS): the bundled WebHDFS server, real HTTP, real storage."""
+"""Restore through HDFS: the suite's real NameNode and DataNodes, over WebHDFS."""
 
 from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -16,20 +14,19 @@ from sparkpoint.recovery.reader import read_subtask_keyed_state
 from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store.standalone import StandaloneCompletedCheckpointStore
 from tests.recovery.support import pointer_for, write_keyed_checkpoint
-from tests.support.webhdfs_server import WebHdfsServer
+from tests.support.hdfs import TEST_USER
 
 STATE = {f"user-{i}": pickle.dumps(i) for i in range(1500)}
 
 
-@pytest.fixture(scope="module")
-def hdfs_root() -> Iterator[str]:
-    with WebHdfsServer() as server:
-        yield f"webhdfs://{urlsplit(server.url).netloc}/checkpoints"
+@pytest.fixture
+def hdfs_root(hdfs_dir: str) -> str:
+    return f"{hdfs_dir}/checkpoints"
 
 
 @pytest.mark.parametrize("new_parallelism", [2, 7])
 def test_written_at_3_restored_from_hdfs(hdfs_root: str, new_parallelism: int) -> None:
-    storage = CheckpointStorage(hdfs_root, inline_threshold=0, user="sparkpoint")
+    storage = CheckpointStorage(hdfs_root, inline_threshold=0, user=TEST_USER)
     job = f"hdfs-{new_parallelism}"
     _, committed = write_keyed_checkpoint(storage.init_checkpoint(job, 1), STATE)
     assert committed.uri.startswith("webhdfs://")
@@ -49,7 +46,7 @@ def test_written_at_3_restored_from_hdfs(hdfs_root: str, new_parallelism: int) -
 
 
 def test_fallback_on_hdfs(hdfs_root: str) -> None:
-    storage = CheckpointStorage(hdfs_root, user="sparkpoint")
+    storage = CheckpointStorage(hdfs_root, user=TEST_USER)
     store = StandaloneCompletedCheckpointStore(max_retained=2)
     for cid in (1, 2):
         checkpoint, committed = write_keyed_checkpoint(
@@ -69,11 +66,11 @@ def test_cli_plans_from_hdfs(hdfs_root: str) -> None:
 
     from sparkpoint.ops.cli import main
 
-    storage = CheckpointStorage(hdfs_root, user="sparkpoint")
+    storage = CheckpointStorage(hdfs_root, user=TEST_USER)
     write_keyed_checkpoint(storage.init_checkpoint("hdfs-cli", 4), STATE)
     pointer = storage.checkpoint_directory("hdfs-cli", 4)
     result = CliRunner().invoke(
-        main, ["restore", "plan", pointer, "-p", "5", "--hdfs-user", "sparkpoint", "--json"]
+        main, ["restore", "plan", pointer, "-p", "5", "--hdfs-user", TEST_USER, "--json"]
     )
     assert result.exit_code == 0, result.output
     assert [s["index"] for s in json.loads(result.output)["operators"][0]["subtasks"]] == [

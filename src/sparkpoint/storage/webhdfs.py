@@ -38,6 +38,11 @@ DEFAULT_SWEBHDFS_PORT = 9871
 DEFAULT_TIMEOUT_S = 60.0
 _SPOOL_IN_MEMORY = 16 * 1024 * 1024
 _PERMISSION_EXCEPTIONS = {"AccessControlException", "SecurityException", "AuthorizationException"}
+_SAFE_MODE_EXCEPTIONS = {"SafeModeException"}
+_NO_SPACE_EXCEPTIONS = {
+    "DSQuotaExceededException", "NSQuotaExceededException", "QuotaExceededException",
+    "DiskOutOfSpaceException",
+}  # fmt: skip
 
 
 @contextmanager
@@ -46,7 +51,7 @@ def _translated(action: str, path: str, address: str) -> Iterator[None]:
     try:
         yield
     except HdfsError as exc:
-        remote, message = exc.exception, exc.message
+        remote, message = exc.exception, _summary(exc.message)
         if remote == "FileNotFoundException":
             raise FileNotFound(f"no such file or directory: {path} ({message})", path=path) from exc
         if remote == "FileAlreadyExistsException":
@@ -55,7 +60,17 @@ def _translated(action: str, path: str, address: str) -> Iterator[None]:
             raise StorageError(
                 f"{action} {path}: permission denied ({message})", path=path
             ) from exc
-        detail = f"{remote}: {message}" if remote else str(message)
+        if remote in _SAFE_MODE_EXCEPTIONS or "safe mode" in message.lower():
+            raise StorageUnavailable(
+                f"{action} {path}: HDFS is in safe mode (read-only until the NameNode "
+                f"leaves it): {message}",
+                path=path,
+            ) from exc
+        if remote in _NO_SPACE_EXCEPTIONS:
+            raise StorageError(
+                f"{action} {path}: no space left on HDFS ({message})", path=path
+            ) from exc
+        detail = f"{remote}: {message}" if remote else message
         raise StorageError(f"{action} {path} failed on HDFS: {detail}", path=path) from exc
     except (requests.ConnectionError, requests.Timeout) as exc:
         raise StorageUnavailable(
@@ -70,6 +85,17 @@ def _translated(action: str, path: str, address: str) -> Iterator[None]:
         raise StorageError(
             f"{action} {path}: unexpected answer from WebHDFS at {address}: {exc!r}", path=path
         ) from exc
+
+
+def _summary(message: object) -> str:
+    """A RemoteException's message without the server's Java stack trace; an HTML page
+    (a proxy or gateway answering instead of WebHDFS) reduced to saying so."""
+    text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
+    if text.startswith(("b'", 'b"')):
+        text = text[2:-1]
+    if "<html" in text.lower():
+        return "an HTML page instead of a WebHDFS answer (a proxy or gateway in between?)"
+    return text.split("\n\tat ", 1)[0].split("\n", 1)[0].strip()
 
 
 class _RemoteReader(io.RawIOBase):
@@ -236,11 +262,20 @@ class WebHdfsFileSystem:
         if length == 0:
             self.status(path)  # still a FileNotFound for a missing file
             return b""
-        with (
-            self._call("read", path),
-            self._client().read(hpath, offset=offset, length=length) as reader,
-        ):
-            return cast(bytes, reader.read())
+        try:
+            with (
+                self._call("read", path),
+                self._client().read(hpath, offset=offset, length=length) as reader,
+            ):
+                return cast(bytes, reader.read())
+        except FileNotFound:
+            raise
+        except StorageError:
+            # A NameNode refuses an OPEN at or past the end ("out of the range"); the
+            # contract reads nothing there.
+            if offset >= self.status(path).size:
+                return b""
+            raise
 
     @contextmanager
     def open_read(self, path: str) -> Iterator[BinaryIO]:
