@@ -105,6 +105,7 @@ class EmbeddedChannel:
             )
         self.run_id = uuid.uuid4().hex
         if self.coordinator is None:
+            self.storage.check_writable(graph.job_id)  # refused now, not at the 1st checkpoint
             self.coordinator = CheckpointCoordinator(
                 graph,
                 self.options,

@@ -21,13 +21,18 @@ from sparkpoint.coordinator import CheckpointCoordinator, CleanupWorker, Coordin
 from sparkpoint.ha import Leadership
 from sparkpoint.service.backend import Backend
 from sparkpoint.service.driver_probe import DriverProber
-from sparkpoint.service.errors import JobGraphConflictError, NotLeaderError, UnknownJobError
+from sparkpoint.service.errors import (
+    InvalidRequestError,
+    JobGraphConflictError,
+    NotLeaderError,
+    UnknownJobError,
+)
 from sparkpoint.service.lifecycle import end_job
 from sparkpoint.service.notices import term_base
 from sparkpoint.service.options import job_options
 from sparkpoint.service.orphans import OrphanCollector
 from sparkpoint.service.session import JobSession
-from sparkpoint.storage import CheckpointStorage
+from sparkpoint.storage import CheckpointStorage, PermissionDenied
 from sparkpoint.store import JobRecord
 
 log = logging.getLogger(__name__)
@@ -213,6 +218,10 @@ class Term:
                 existing.record = record
                 log.info("job %s: driver run %s registered", graph.job_id, run_id)
                 return existing, run_id
+            try:  # refused here, not at the job's first checkpoint
+                self.storage.check_writable(graph.job_id)
+            except PermissionDenied as exc:
+                raise InvalidRequestError(str(exc)) from exc
             record = JobRecord(
                 graph,
                 dict(config),

@@ -3,8 +3,9 @@
 ``hdfs://namenode:8020/path`` is reached at the namenode's HTTP address (port
 ``webhdfs_port``, default 9870); ``webhdfs://host:port/path`` names the HTTP address
 itself and ``swebhdfs://`` the same over HTTPS. Authentication is Hadoop's "simple" one
-(``user.name``) unless ``auth="kerberos"``, the extension point for secured clusters
-(it needs the ``requests-kerberos`` package and a ticket in the credential cache).
+(``user.name``: the ``user`` option, else ``$HADOOP_USER_NAME`` as for Hadoop's own
+clients, else the OS user) unless ``auth="kerberos"``, the extension point for secured
+clusters (it needs the ``requests-kerberos`` package and a ticket in the credential cache).
 
 This module is the only one that imports ``hdfs``, and :func:`_translated` is the only
 place where its errors (``RemoteException``s, HTTP failures) become storage errors.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import getpass
 import io
+import os
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -27,6 +29,7 @@ from hdfs.client import Client
 from sparkpoint.storage.errors import (
     FileAlreadyExists,
     FileNotFound,
+    PermissionDenied,
     StorageError,
     StorageUnavailable,
 )
@@ -57,7 +60,7 @@ def _translated(action: str, path: str, address: str) -> Iterator[None]:
         if remote == "FileAlreadyExistsException":
             raise FileAlreadyExists(f"already exists: {path} ({message})", path=path) from exc
         if remote in _PERMISSION_EXCEPTIONS:
-            raise StorageError(
+            raise PermissionDenied(
                 f"{action} {path}: permission denied ({message})", path=path
             ) from exc
         if remote in _SAFE_MODE_EXCEPTIONS or "safe mode" in message.lower():
@@ -171,7 +174,8 @@ class WebHdfsFileSystem:
             raise StorageError(f"unknown HDFS auth {auth!r} (use 'simple' or 'kerberos')")
         self.scheme = scheme
         self.authority = authority
-        self.user = user or getpass.getuser()
+        # Hadoop's own clients take the user from HADOOP_USER_NAME under simple auth.
+        self.user = user or os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
         self.timeout = float(timeout)
         self.auth = auth
         host, _, port = authority.rpartition(":") if ":" in authority else (authority, "", "")
