@@ -47,12 +47,13 @@ def _admin(cluster: LocalHdfs, *args: str) -> str:
 def test_safe_mode_refuses_the_commit_clearly_and_the_retry_commits(
     hdfs_cluster: LocalHdfs, hdfs_dir: str
 ) -> None:
-    storage = CheckpointStorage(hdfs_dir, **HDFS_OPTIONS)
+    # Safe mode is waited out for retry_s (a restarting NameNode leaves it by itself).
+    storage = CheckpointStorage(hdfs_dir, **HDFS_OPTIONS, retry_s=1)
     location = storage.init_checkpoint(JOB, 1)
     checkpoint = make_checkpoint(location, 1)
     _admin(hdfs_cluster, "-safemode", "enter")
     try:
-        with pytest.raises(StorageError, match="safe mode") as caught:
+        with pytest.raises(StorageUnavailable, match="HDFS is in safe mode") as caught:
             location.commit_metadata(checkpoint)
         _assert_clean(caught.value, location.directory)
     finally:
@@ -193,7 +194,8 @@ def test_unreachable_namenode() -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    fs = filesystem_for(f"webhdfs://127.0.0.1:{port}/x", user="u", timeout=5)
+    # Calls that may be repeated are, for retry_s (a NameNode restarting), then give up.
+    fs = filesystem_for(f"webhdfs://127.0.0.1:{port}/x", user="u", timeout=5, retry_s=1)
     with pytest.raises(StorageUnavailable, match="unreachable") as caught:
         fs.status(f"webhdfs://127.0.0.1:{port}/x/y")
     _assert_clean(caught.value, f"webhdfs://127.0.0.1:{port}/x/y")

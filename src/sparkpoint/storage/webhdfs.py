@@ -17,10 +17,11 @@ import getpass
 import io
 import os
 import tempfile
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, TypeVar, cast
 
 import requests
 from hdfs import HdfsError, InsecureClient
@@ -39,9 +40,20 @@ from sparkpoint.storage.uri import Uri, parse
 DEFAULT_WEBHDFS_PORT = 9870
 DEFAULT_SWEBHDFS_PORT = 9871
 DEFAULT_TIMEOUT_S = 60.0
+# A NameNode keeps sending clients to a DataNode that died until it marks it stale
+# (dfs.namenode.stale.datanode.interval, 30 s by default; with avoid.read/write.stale on)
+# and the NameNode itself may be restarting: calls that can be repeated are, for this long.
+DEFAULT_RETRY_S = 45.0
+_RETRY_PAUSE_S = 0.5
 _SPOOL_IN_MEMORY = 16 * 1024 * 1024
+T = TypeVar("T")
 _PERMISSION_EXCEPTIONS = {"AccessControlException", "SecurityException", "AuthorizationException"}
 _SAFE_MODE_EXCEPTIONS = {"SafeModeException"}
+# A DataNode serving WebHDFS could not reach the NameNode (restarting, or failing over).
+_UNREACHABLE_BEHIND = {
+    "ConnectException", "EOFException", "RetriableException", "StandbyException",
+    "SocketTimeoutException", "NoRouteToHostException",
+}  # fmt: skip
 _NO_SPACE_EXCEPTIONS = {
     "DSQuotaExceededException", "NSQuotaExceededException", "QuotaExceededException",
     "DiskOutOfSpaceException",
@@ -72,6 +84,12 @@ def _translated(action: str, path: str, address: str) -> Iterator[None]:
         if remote in _NO_SPACE_EXCEPTIONS:
             raise StorageError(
                 f"{action} {path}: no space left on HDFS ({message})", path=path
+            ) from exc
+        if remote in _UNREACHABLE_BEHIND:
+            raise StorageUnavailable(
+                f"{action} {path}: HDFS did not answer behind WebHDFS at {address} "
+                f"({remote}: {message}); the operation may or may not have been applied",
+                path=path,
             ) from exc
         detail = f"{remote}: {message}" if remote else message
         raise StorageError(f"{action} {path} failed on HDFS: {detail}", path=path) from exc
@@ -167,6 +185,7 @@ class WebHdfsFileSystem:
         *,
         user: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
+        retry_s: float = DEFAULT_RETRY_S,
         webhdfs_port: int = DEFAULT_WEBHDFS_PORT,
         auth: str = "simple",
     ) -> None:
@@ -177,6 +196,7 @@ class WebHdfsFileSystem:
         # Hadoop's own clients take the user from HADOOP_USER_NAME under simple auth.
         self.user = user or os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
         self.timeout = float(timeout)
+        self.retry_s = float(retry_s)
         self.auth = auth
         host, _, port = authority.rpartition(":") if ":" in authority else (authority, "", "")
         if scheme == "hdfs":
@@ -232,13 +252,28 @@ class WebHdfsFileSystem:
     def _call(self, action: str, path: str) -> Any:
         return _translated(action, path, self.address)
 
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """``attempt()``, again while HDFS does not answer (StorageUnavailable), for up to
+        ``retry_s``: only for calls whose repetition does what one call would."""
+        deadline = time.monotonic() + self.retry_s
+        while True:
+            try:
+                return attempt()
+            except StorageUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(_RETRY_PAUSE_S)  # a pause between attempts, not a synchronisation
+
     # -- queries --------------------------------------------------------------------
 
     def status(self, path: str) -> FileStatus:
         uri, hpath = self._hdfs_path(path)
-        with self._call("status of", path):
-            st = self._client().status(hpath)
-            return _status(str(uri), st)
+
+        def attempt() -> FileStatus:
+            with self._call("status of", path):
+                return _status(str(uri), self._client().status(hpath))
+
+        return self._retrying(attempt)
 
     def exists(self, path: str) -> bool:
         try:
@@ -249,16 +284,24 @@ class WebHdfsFileSystem:
 
     def list(self, path: str) -> list[FileStatus]:
         uri, hpath = self._hdfs_path(path)
-        with self._call("list", path):
-            entries = self._client().list(hpath, status=True)
-            return sorted(
-                (_status(str(uri.child(name)), st) for name, st in entries), key=lambda s: s.path
-            )
+
+        def attempt() -> list[FileStatus]:
+            with self._call("list", path):
+                entries = self._client().list(hpath, status=True)
+                return sorted(
+                    (_status(str(uri.child(n)), st) for n, st in entries), key=lambda s: s.path
+                )
+
+        return self._retrying(attempt)
 
     def read(self, path: str) -> bytes:
         _, hpath = self._hdfs_path(path)
-        with self._call("read", path), self._client().read(hpath) as reader:
-            return cast(bytes, reader.read())
+
+        def attempt() -> bytes:
+            with self._call("read", path), self._client().read(hpath) as reader:
+                return cast(bytes, reader.read())
+
+        return self._retrying(attempt)
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
         check_range(path, offset, length)
@@ -266,13 +309,17 @@ class WebHdfsFileSystem:
         if length == 0:
             self.status(path)  # still a FileNotFound for a missing file
             return b""
-        try:
+
+        def attempt() -> bytes:
             with (
                 self._call("read", path),
                 self._client().read(hpath, offset=offset, length=length) as reader,
             ):
                 return cast(bytes, reader.read())
-        except FileNotFound:
+
+        try:
+            return self._retrying(attempt)
+        except (FileNotFound, StorageUnavailable):
             raise
         except StorageError:
             # A NameNode refuses an OPEN at or past the end ("out of the range"); the
@@ -285,8 +332,12 @@ class WebHdfsFileSystem:
     def open_read(self, path: str) -> Iterator[BinaryIO]:
         _, hpath = self._hdfs_path(path)
         context = self._client().read(hpath)
-        with self._call("open", path):
-            raw = context.__enter__()
+
+        def attempt() -> Any:
+            with self._call("open", path):
+                return context.__enter__()
+
+        raw = self._retrying(attempt)
         try:
             yield cast(BinaryIO, io.BufferedReader(_RemoteReader(raw, path, self.address)))
         finally:
@@ -296,8 +347,12 @@ class WebHdfsFileSystem:
 
     def mkdirs(self, path: str) -> None:
         _, hpath = self._hdfs_path(path)
-        with self._call("mkdirs", path):
-            self._client().makedirs(hpath)
+
+        def attempt() -> None:
+            with self._call("mkdirs", path):
+                self._client().makedirs(hpath)
+
+        self._retrying(attempt)
 
     def create(self, path: str) -> _HdfsOutputFile:
         self._hdfs_path(path)
@@ -305,8 +360,19 @@ class WebHdfsFileSystem:
 
     def _upload(self, path: str, data: bytes | BinaryIO) -> None:
         _, hpath = self._hdfs_path(path)
-        with self._call("create", path):
-            self._client().write(hpath, data=data, overwrite=False)
+        tries = 0
+
+        def attempt() -> None:
+            nonlocal tries
+            if tries:  # a DataNode died under the upload: our own partial file goes first
+                self._delete_quietly(path)
+                if not isinstance(data, bytes):
+                    data.seek(0)
+            tries += 1
+            with self._call("create", path):
+                self._client().write(hpath, data=data, overwrite=False)
+
+        self._retrying(attempt)
 
     def create_exclusive(self, path: str, data: bytes) -> None:
         self._upload(path, data)
