@@ -241,15 +241,28 @@ class LocalHdfs:
         }
 
     def run_tool(
-        self, main_class: str, *args: str, user: str | None = None, timeout: float = 120.0
+        self,
+        main_class: str,
+        *args: str,
+        user: str | None = None,
+        timeout: float = 120.0,
+        discard_stdout: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
         """Run one of Hadoop's command-line tools (``FS_SHELL_MAIN`` is ``hdfs dfs``,
         ``DFS_ADMIN_MAIN`` is ``hdfs dfsadmin``) against this cluster, as ``user``
-        (default: the superuser). stdin is inherited so ``-put -`` can stream."""
+        (default: the superuser). ``discard_stdout``: stream it to /dev/null (``-cat``
+        of a large file) instead of capturing it."""
         env = {**os.environ, "HADOOP_USER_NAME": user or self.superuser}
         conf = self._conf_dir(self.namenode)
         command = [*self._java(conf, heap_mb=256), main_class, *args]
-        return subprocess.run(command, capture_output=True, env=env, timeout=timeout, check=False)
+        return subprocess.run(
+            command,
+            stdout=subprocess.DEVNULL if discard_stdout else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=timeout,
+            check=False,
+        )
 
     def __enter__(self) -> LocalHdfs:
         return self.start()

@@ -52,6 +52,8 @@ def write_conf_dir(
     (directory / "core-site.xml").write_text(site_xml(core))
     (directory / "hdfs-site.xml").write_text(site_xml(hdfs))
     (directory / "log4j.properties").write_text(_LOG4J.format(log=log_file))
+    # /jmx answers from a snapshot refreshed once per metrics period (10 s by default).
+    (directory / "hadoop-metrics2.properties").write_text("*.period=1\n")
     for webapp in ("hdfs", "datanode", "static", "secondary", "journal"):
         (directory / "webapps" / webapp).mkdir(parents=True, exist_ok=True)
 

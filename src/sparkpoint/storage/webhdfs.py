@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import getpass
 import io
+import logging
 import os
 import tempfile
 import time
@@ -47,6 +48,10 @@ DEFAULT_RETRY_S = 45.0
 _RETRY_PAUSE_S = 0.5
 _SPOOL_IN_MEMORY = 16 * 1024 * 1024
 T = TypeVar("T")
+
+# The hdfs package logs every call at INFO: a coordinator's log would be mostly that.
+if logging.getLogger("hdfs").level == logging.NOTSET:
+    logging.getLogger("hdfs").setLevel(logging.WARNING)
 _PERMISSION_EXCEPTIONS = {"AccessControlException", "SecurityException", "AuthorizationException"}
 _SAFE_MODE_EXCEPTIONS = {"SafeModeException"}
 # A DataNode serving WebHDFS could not reach the NameNode (restarting, or failing over).
