@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.ops import jvm
+from sparkpoint.ops import daemons, jvm
 from sparkpoint.ops.hdfs_config import (
     JAVA17_OPENS,
     cluster_properties,
@@ -165,12 +165,7 @@ class LocalHdfs:
         """Stop one daemon (``signal.SIGKILL`` for a crash) and wait until it is gone."""
         if daemon.pid is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(daemon.pid, sig)
-        if not self._wait_exit(daemon, timeout):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(daemon.pid, signal.SIGKILL)
-            self._wait_exit(daemon, timeout)
+        daemons.stop(daemon.pid, sig, timeout, lambda: self._alive(daemon))
         daemon.pid = None
         self._save_state()
 
@@ -361,14 +356,7 @@ class LocalHdfs:
     def _spawn(self, daemon: Daemon) -> None:
         main_class = NAMENODE_MAIN if daemon is self.namenode else DATANODE_MAIN
         command = [*self._java(self._conf_dir(daemon), heap_mb=self.heap_mb), main_class]
-        with open(self._dir(daemon) / "stdout.log", "ab") as out:
-            proc = subprocess.Popen(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # survives the launching command (and its Ctrl-C)
-            )
+        proc = daemons.spawn_detached(command, self._dir(daemon) / "stdout.log")
         self._procs[daemon.name] = proc
         daemon.pid = proc.pid
 
@@ -391,25 +379,5 @@ class LocalHdfs:
         )
 
     def _alive(self, daemon: Daemon) -> bool:
-        if daemon.pid is None:
-            return False
-        proc = self._procs.get(daemon.name)
-        if proc is not None:
-            return proc.poll() is None
-        try:
-            os.kill(daemon.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        cmdline = Path(f"/proc/{daemon.pid}/cmdline")
         main_class = NAMENODE_MAIN if daemon is self.namenode else DATANODE_MAIN
-        return not cmdline.exists() or main_class.encode() in cmdline.read_bytes()
-
-    def _wait_exit(self, daemon: Daemon, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._alive(daemon):
-                return True
-            time.sleep(0.05)
-        return False
+        return daemons.running(daemon.pid, self._procs.get(daemon.name), main_class)
