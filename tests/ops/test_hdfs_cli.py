@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from sparkpoint.ops.demo_storage import hdfs_checkpoints
 from sparkpoint.ops.hdfs import HdfsLaunchError, LocalHdfs
-from sparkpoint.storage import filesystem_for
+from sparkpoint.storage import CheckpointStorage, filesystem_for
 from tests.ops.test_zookeeper_cli import sparkpoint
+from tests.storage.test_checkpoint_storage import make_checkpoint
 
 
 @pytest.mark.slow
@@ -46,3 +48,15 @@ def test_bad_settings_are_refused_before_anything_starts(tmp_path: Path) -> None
         LocalHdfs(tmp_path, block_size=1000)
     never = sparkpoint("hdfs", "status", "--dir", str(tmp_path / "none"))
     assert never.returncode == 1 and "no HDFS was started from" in never.stderr
+
+
+def test_the_demo_uses_a_running_hdfs_and_reports_what_is_left(hdfs_cluster: LocalHdfs) -> None:
+    checkpoints = hdfs_checkpoints(hdfs_cluster.base_dir, hdfs_cluster.base_dir / "unused")
+    assert not checkpoints.owned and checkpoints.root.startswith(hdfs_cluster.webhdfs_uri)
+    storage = CheckpointStorage(checkpoints.root)
+    location = storage.init_checkpoint("clicks", 1)
+    location.commit_metadata(make_checkpoint(location, 1))
+    storage.init_checkpoint("clicks", 2)  # in flight when the demo stopped
+    assert checkpoints.left_on_hdfs("clicks") == {"complete": [1], "incomplete": [2]}
+    checkpoints.close()  # not ours: keeps running
+    assert hdfs_cluster.status()["serving"]

@@ -72,6 +72,7 @@ class LocalHdfs:
         block_size: int = DEFAULT_BLOCK_SIZE,
         host: str = "127.0.0.1",
         heap_mb: int = 256,
+        quick_jit: bool = True,
     ) -> None:
         if datanodes < 1:
             raise HdfsLaunchError(f"at least one DataNode is needed, not {datanodes}")
@@ -87,6 +88,9 @@ class LocalHdfs:
         self.replication = replication
         self.block_size = block_size
         self.heap_mb = heap_mb
+        # C1 only starts a daemon faster (tests, the demo); a benchmark wants C2's
+        # throughput (checksums on every packet).
+        self.quick_jit = quick_jit
         self.superuser = getpass.getuser()  # HDFS' superuser is whoever runs the NameNode
         self.namenode = Daemon("namenode", 0, 0)
         self.datanodes = [Daemon(f"datanode-{i + 1}", 0, 0, 0) for i in range(datanodes)]
@@ -121,9 +125,6 @@ class LocalHdfs:
     def webhdfs_uri(self) -> str:
         """``webhdfs://host:port``: what sparkpoint's storage uses (checkpoint dirs below it)."""
         return f"webhdfs://{self.http_address}"
-
-    def datanode(self, number: int) -> Daemon:
-        return self.datanodes[number - 1]
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -249,7 +250,7 @@ class LocalHdfs:
         of a large file) instead of capturing it."""
         env = {**os.environ, "HADOOP_USER_NAME": user or self.superuser}
         conf = self._conf_dir(self.namenode)
-        command = [*self._java(conf, heap_mb=256), main_class, *args]
+        command = [*self._java(conf, heap_mb=512, quick_jit=False), main_class, *args]
         return subprocess.run(
             command,
             stdout=subprocess.DEVNULL if discard_stdout else subprocess.PIPE,
@@ -273,6 +274,7 @@ class LocalHdfs:
             "replication": self.replication,
             "block_size": self.block_size,
             "heap_mb": self.heap_mb,
+            "quick_jit": self.quick_jit,
             "superuser": self.superuser,
             "namenode": asdict(self.namenode),
             "datanodes": [asdict(d) for d in self.datanodes],
@@ -293,6 +295,7 @@ class LocalHdfs:
         cluster.replication = state["replication"]
         cluster.block_size = state["block_size"]
         cluster.heap_mb = state["heap_mb"]
+        cluster.quick_jit = state.get("quick_jit", True)
         cluster.superuser = state["superuser"]
         cluster.namenode = Daemon(**state["namenode"])
         cluster.datanodes = [Daemon(**d) for d in state["datanodes"]]
@@ -333,13 +336,14 @@ class LocalHdfs:
             log = self._dir(dn) / "daemon.log"
             write_conf_dir(self._conf_dir(dn), core, {**shared, **own}, log)
 
-    def _java(self, conf_dir: Path, *, heap_mb: int) -> list[str]:
+    def _java(self, conf_dir: Path, *, heap_mb: int, quick_jit: bool = True) -> list[str]:
         java = shutil.which("java")
         if java is None:
             raise HdfsLaunchError("java not found on PATH: Java 17+ is required")
         jars = jvm.classpath("hadoop")
         return [
-            java, f"-Xmx{heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            java, f"-Xmx{heap_mb}m", "-XX:+UseSerialGC",
+            *(["-XX:TieredStopAtLevel=1"] if quick_jit else []),
             "-Djava.net.preferIPv4Stack=true", *JAVA17_OPENS,
             "-cp", os.pathsep.join([str(conf_dir), *map(str, jars)]),
         ]  # fmt: skip
@@ -355,7 +359,8 @@ class LocalHdfs:
 
     def _spawn(self, daemon: Daemon) -> None:
         main_class = NAMENODE_MAIN if daemon is self.namenode else DATANODE_MAIN
-        command = [*self._java(self._conf_dir(daemon), heap_mb=self.heap_mb), main_class]
+        conf = self._conf_dir(daemon)
+        command = [*self._java(conf, heap_mb=self.heap_mb, quick_jit=self.quick_jit), main_class]
         proc = daemons.spawn_detached(command, self._dir(daemon) / "stdout.log")
         self._procs[daemon.name] = proc
         daemon.pid = proc.pid
