@@ -5,12 +5,14 @@ stop it with a signal, then SIGKILL."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def spawn_detached(command: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -53,3 +55,15 @@ def stop(pid: int, sig: int, timeout: float, alive: Callable[[], bool]) -> None:
             if not alive():
                 return
             time.sleep(0.05)  # polling a process that is exiting
+
+
+def read_state(
+    base_dir: str | Path, file_name: str, what: str, error: type[Exception]
+) -> tuple[Path, dict[str, Any]]:
+    """The launcher state a start left in ``base_dir`` (its resolved path, and the state);
+    ``error`` saying that no ``what`` was started there when there is none."""
+    path = Path(base_dir).resolve() / file_name
+    try:
+        return path.parent, json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise error(f"no {what} was started from {base_dir}: {exc}") from exc

@@ -284,13 +284,9 @@ class LocalHdfs:
     @classmethod
     def attach(cls, base_dir: str | Path) -> LocalHdfs:
         """The launcher whose state lives in ``base_dir`` (started earlier, maybe elsewhere)."""
-        path = Path(base_dir).resolve() / STATE_FILE
-        try:
-            state = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise HdfsLaunchError(f"no HDFS was started from {base_dir}: {exc}") from exc
+        directory, state = daemons.read_state(base_dir, STATE_FILE, "HDFS", HdfsLaunchError)
         cluster = cls.__new__(cls)
-        cluster.base_dir = path.parent
+        cluster.base_dir = directory
         cluster.host = state["host"]
         cluster.replication = state["replication"]
         cluster.block_size = state["block_size"]

@@ -305,13 +305,11 @@ class LocalZooKeeper:
     @classmethod
     def attach(cls, base_dir: str | Path) -> LocalZooKeeper:
         """The launcher whose state lives in ``base_dir`` (started earlier, maybe elsewhere)."""
-        path = Path(base_dir).resolve() / STATE_FILE
-        try:
-            state = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise ZooKeeperLaunchError(f"no ZooKeeper was started from {base_dir}: {exc}") from exc
+        directory, state = daemons.read_state(
+            base_dir, STATE_FILE, "ZooKeeper", ZooKeeperLaunchError
+        )
         zk = cls.__new__(cls)
-        zk.base_dir = path.parent
+        zk.base_dir = directory
         zk.host = state["host"]
         zk.tick_time_ms = state["tick_time_ms"]
         zk.max_session_timeout_ms = state["max_session_timeout_ms"]
