@@ -60,6 +60,11 @@ install_debian_packages() {  # $1: why, then the packages; quiet, never starts a
     fi
 }
 
+fetch_jvm() {  # $@: artifact sets of sparkpoint.ops.jvm (Maven fetches them once, into a cache)
+    command -v mvn >/dev/null 2>&1 || install_debian_packages "Maven fetches the JVM artifacts" maven
+    .venv/bin/sparkpoint jvm fetch "$@"
+}
+
 install_promtool() {  # promtool and the Prometheus server check the alert rules
     command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return 0
     install_debian_packages "promtool and the Prometheus server" prometheus

@@ -15,6 +15,9 @@ from sparkpoint.ops.zookeeper import LocalZooKeeper
 from tests.service.support import ReplicaProcess, spawn_replica
 from tests.support.zk import settings_for
 
+# The real HDFS fixtures (hdfs_cluster, hdfs_dir), for every package of the suite.
+pytest_plugins = ["tests.support.hdfs"]
+
 # A short tick lets tests use session timeouts of a second or two (the server accepts
 # 2..20 ticks unless told otherwise; the launcher widens the upper bound).
 TEST_TICK_MS = 200

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from sparkpoint.ops.cli import main
-from sparkpoint.storage import CheckpointStorage, filesystem_for
+from sparkpoint.storage import CheckpointStorage
 from tests.storage.test_checkpoint_storage import make_checkpoint
-from tests.support.webhdfs_server import WebHdfsServer
-
-
-@pytest.fixture(scope="module")
-def webhdfs() -> Iterator[WebHdfsServer]:
-    with WebHdfsServer() as server:
-        yield server
+from tests.support.hdfs import HDFS_OPTIONS
 
 
 def _committed(root: str, **options: object) -> str:
@@ -80,14 +72,13 @@ def test_verify_reports_missing_and_resized_files(tmp_path: Path) -> None:
     ]
 
 
-def test_on_hdfs(webhdfs: WebHdfsServer) -> None:
-    root = f"webhdfs://127.0.0.1:{webhdfs.url.rsplit(':', 1)[1]}/cli"
-    directory = _committed(root, user="ops")
-    code, output = _inspect(directory, "--verify", "--hdfs-user", "ops", "--subtasks")
+def test_on_hdfs(hdfs_dir: str) -> None:
+    user = HDFS_OPTIONS["user"]
+    directory = _committed(hdfs_dir, user=user)
+    code, output = _inspect(directory, "--verify", "--hdfs-user", user, "--subtasks")
     assert code == 0, output
     assert f"file {directory}/counts-0-0" in output
     assert "0 problems" in output
-    filesystem_for(root, user="ops").delete(root, recursive=True)
 
 
 def test_damaged_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""The FileSystem contract, run against the local disk and against WebHDFS (the bundled
-server, or a real cluster when SPARKPOINT_TEST_WEBHDFS_URL is set)."""
+"""The FileSystem contract, run against the local disk and against the suite's real HDFS
+(a NameNode and DataNodes from Hadoop's jars, over WebHDFS)."""
 
 from __future__ import annotations
 

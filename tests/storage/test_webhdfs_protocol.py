@@ -1,9 +1,5 @@
-"""The WebHDFS REST API as the tests' server speaks it, checked with plain HTTP.
-
-Runs against the bundled server, or against a real namenode when
-SPARKPOINT_TEST_WEBHDFS_URL is set: the same assertions then show that the bundled server
-answers as Hadoop does.
-"""
+"""The WebHDFS REST API as a real NameNode speaks it, checked with plain HTTP: the
+behaviour sparkpoint's storage relies on (two-step CREATE, no overwrite, rename answers)."""
 
 from __future__ import annotations
 
@@ -14,12 +10,13 @@ from typing import Any
 import pytest
 import requests
 
-from tests.storage.conftest import HDFS_OPTIONS, REAL_CLUSTER_URL
+from sparkpoint.ops.hdfs import LocalHdfs
+from tests.support.hdfs import HDFS_OPTIONS
 
 
 @pytest.fixture
-def api(request: pytest.FixtureRequest) -> Iterator[Any]:
-    base_url = REAL_CLUSTER_URL or request.getfixturevalue("webhdfs_server").url
+def api(hdfs_cluster: LocalHdfs) -> Iterator[Any]:
+    base_url = f"http://{hdfs_cluster.http_address}"
     root = f"/tmp/sparkpoint-tests/{uuid.uuid4().hex}"
     session = requests.Session()
     session.params = {"user.name": HDFS_OPTIONS["user"]}

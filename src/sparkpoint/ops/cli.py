@@ -22,6 +22,7 @@ def _register_commands() -> None:
     # Each command group lives in its own module; this is the only place that lists them.
     from sparkpoint.ops.cli_demo import demo
     from sparkpoint.ops.cli_drill import drill_group
+    from sparkpoint.ops.cli_hdfs import hdfs_group
     from sparkpoint.ops.cli_housekeeping import cancel_command, gc_command
     from sparkpoint.ops.cli_jvm import jvm_group
     from sparkpoint.ops.cli_metadata import metadata_group
@@ -36,6 +37,7 @@ def _register_commands() -> None:
     main.add_command(metadata_group)
     main.add_command(restore)
     main.add_command(zookeeper_group)
+    main.add_command(hdfs_group)
     main.add_command(jvm_group)
     main.add_command(coordinator_group)
     checkpoints_group.add_command(gc_command)

@@ -13,7 +13,11 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from sparkpoint.ops.demo import Demo, DemoOptions
+from sparkpoint.ops.cli_hdfs import DEFAULT_DIR as HDFS_DEFAULT_DIR
+from sparkpoint.ops.demo import JOB, Demo, DemoOptions
+from sparkpoint.ops.demo_storage import hdfs_checkpoints
+from sparkpoint.ops.hdfs import HdfsLaunchError
+from sparkpoint.ops.jvm import JvmArtifactsError
 
 
 def _view(demo: Demo) -> Group:
@@ -109,6 +113,14 @@ def _log_event(console: Console, event: dict[str, Any]) -> None:
               show_default=True,
               help="files: transactional files; postgres: a local PostgreSQL, two-phase "
                    "commit, an exactly-once check at the end (exit 1 if it fails).")  # fmt: skip
+@click.option("--storage", type=click.Choice(["local", "hdfs"]), default="local",
+              show_default=True,
+              help="Where checkpoints go: the local disk, or a real HDFS (the one of "
+                   "`sparkpoint hdfs start --dir HDFS_DIR`, else one started for the "
+                   "demo).")  # fmt: skip
+@click.option("--hdfs-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=HDFS_DEFAULT_DIR, show_default=True,
+              help="The --dir of `sparkpoint hdfs start` (with --storage hdfs).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
 def demo(
     kill_leader_every: float | None,
@@ -123,6 +135,8 @@ def demo(
     directory: Path | None,
     source: str,
     sink: str,
+    storage: str,
+    hdfs_dir: Path,
     as_json: bool,
 ) -> None:
     """Run ZooKeeper, two coordinators and a stateful PySpark pipeline on this machine.
@@ -149,6 +163,10 @@ def demo(
         else:
             _log_event(console, event)
 
+    try:
+        hdfs = hdfs_checkpoints(hdfs_dir, directory / "hdfs") if storage == "hdfs" else None
+    except (HdfsLaunchError, JvmArtifactsError) as exc:
+        raise click.ClickException(str(exc)) from exc
     options = DemoOptions(
         directory=directory,
         session_timeout_s=session_timeout,
@@ -162,6 +180,7 @@ def demo(
         duration_s=duration,
         source=source,
         sink=sink,
+        checkpoint_root=hdfs.root if hdfs else None,
     )
     runner = Demo(options, emit)
     try:
@@ -177,6 +196,9 @@ def demo(
             console.log("stopping: pipeline first (at an epoch boundary), then coordinators")
         runner.stop()
     summary = runner.summary()
+    if hdfs is not None:
+        summary["left_on_hdfs"] = hdfs.left_on_hdfs(JOB)
+        hdfs.close()
     verification = summary.get("verification")
     failed = verification is not None and not verification.get("ok")
     if as_json:
@@ -195,6 +217,9 @@ def demo(
         f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}",
         soft_wrap=True,  # whole paths, to copy, even when the output is not a terminal
     )
+    if hdfs is not None:
+        left = summary["left_on_hdfs"]
+        console.print(f"left on HDFS: complete {left['complete']}, incomplete {left['incomplete']}")
     _print_verification(console, verification)
     if failed:
         raise SystemExit(1)

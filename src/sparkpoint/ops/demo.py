@@ -54,6 +54,8 @@ class DemoOptions:
     source: str = "generator"  # or "rabbitmq" (with sink "postgres")
     sink: str = "files"
     drain_timeout_s: float = 300.0
+    #: A checkpoint directory URI (HDFS) instead of <directory>/checkpoints.
+    checkpoint_root: str | None = None
 
 
 @dataclass
@@ -109,8 +111,8 @@ class Demo:
     # --- paths ------------------------------------------------------------------------
 
     @property
-    def checkpoint_dir(self) -> Path:
-        return self.options.directory / "checkpoints"
+    def checkpoint_dir(self) -> str:
+        return self.options.checkpoint_root or str(self.options.directory / "checkpoints")
 
     @property
     def output_dir(self) -> Path:

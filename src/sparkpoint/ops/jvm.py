@@ -54,6 +54,9 @@ ARTIFACT_SETS: dict[str, ArtifactSet] = {
             purpose="a real HDFS: NameNode and DataNodes from Hadoop's own main classes",
             artifacts=(
                 f"org.apache.hadoop:hadoop-hdfs:{HADOOP_VERSION}",
+                # the NameNode's classes need the client protocol, which hadoop-hdfs only
+                # declares as "provided"
+                f"org.apache.hadoop:hadoop-hdfs-client:{HADOOP_VERSION}",
                 f"org.apache.hadoop:hadoop-common:{HADOOP_VERSION}",
             ),
             home_env="SPARKPOINT_HADOOP_HOME",

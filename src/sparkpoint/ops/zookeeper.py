@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sparkpoint.ops import daemons
+
 STATE_FILE = "launcher.json"
 
 # The smallest set of jars a ZooKeeper 3.9 server needs, plus log4j so it can write a log.
@@ -239,12 +241,7 @@ class LocalZooKeeper:
         spec = self.server(server_id)
         if spec.pid is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(spec.pid, sig)
-        if not self._wait_exit(spec, timeout):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(spec.pid, signal.SIGKILL)
-            self._wait_exit(spec, timeout)
+        daemons.stop(spec.pid, sig, timeout, lambda: self._alive(spec))
         spec.pid = None
         self._save_state()
 
@@ -308,13 +305,11 @@ class LocalZooKeeper:
     @classmethod
     def attach(cls, base_dir: str | Path) -> LocalZooKeeper:
         """The launcher whose state lives in ``base_dir`` (started earlier, maybe elsewhere)."""
-        path = Path(base_dir).resolve() / STATE_FILE
-        try:
-            state = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise ZooKeeperLaunchError(f"no ZooKeeper was started from {base_dir}: {exc}") from exc
+        directory, state = daemons.read_state(
+            base_dir, STATE_FILE, "ZooKeeper", ZooKeeperLaunchError
+        )
         zk = cls.__new__(cls)
-        zk.base_dir = path.parent
+        zk.base_dir = directory
         zk.host = state["host"]
         zk.tick_time_ms = state["tick_time_ms"]
         zk.max_session_timeout_ms = state["max_session_timeout_ms"]
@@ -402,43 +397,12 @@ class LocalZooKeeper:
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",
             str(directory / "zoo.cfg"),
         ]
-        with open(directory / "stdout.log", "ab") as out:
-            proc = subprocess.Popen(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # survives the launching command (and its Ctrl-C)
-            )
+        proc = daemons.spawn_detached(command, directory / "stdout.log")
         self._procs[spec.server_id] = proc
         spec.pid = proc.pid
 
     def _alive(self, spec: ServerSpec) -> bool:
-        if spec.pid is None:
-            return False
-        proc = self._procs.get(spec.server_id)
-        if proc is not None:
-            return proc.poll() is None
-        try:
-            os.kill(spec.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        cmdline = Path(f"/proc/{spec.pid}/cmdline")
-        return not cmdline.exists() or b"QuorumPeerMain" in cmdline.read_bytes()
-
-    def _wait_exit(self, spec: ServerSpec, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        proc = self._procs.get(spec.server_id)
-        while time.monotonic() < deadline:
-            if proc is not None:
-                if proc.poll() is not None:
-                    return True
-            elif not self._alive(spec):
-                return True
-            time.sleep(0.05)
-        return False
+        return daemons.running(spec.pid, self._procs.get(spec.server_id), "QuorumPeerMain")
 
 
 @contextlib.contextmanager

@@ -199,6 +199,9 @@ class JobRuns:
                 existing.record = record
                 log.info("job %s: driver run %s registered", graph.job_id, run_id)
                 return existing
+            # Refused here, naming the directory and the user, not at the first checkpoint
+            # (raises the storage's PermissionDenied).
+            host.storage.check_writable(graph.job_id)
             record = JobRecord(
                 graph,
                 dict(config),

@@ -14,6 +14,7 @@ from sparkpoint.storage.errors import (
     FileAlreadyExists,
     FileNotFound,
     PathOutsideRoot,
+    PermissionDenied,
     StorageError,
     StorageUnavailable,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "OrphanDirectory",
     "OutputFile",
     "PathOutsideRoot",
+    "PermissionDenied",
     "StateOutputStream",
     "StorageError",
     "StorageUnavailable",

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import getpass
 import re
 import secrets
 import time
@@ -27,6 +28,7 @@ from sparkpoint.storage.errors import (
     FileAlreadyExists,
     FileNotFound,
     PathOutsideRoot,
+    PermissionDenied,
     StorageError,
 )
 from sparkpoint.storage.filesystem import FileStatus, FileSystem
@@ -98,6 +100,26 @@ class CheckpointStorage:
 
     def checkpoint_directory(self, job_id: str, checkpoint_id: int) -> str:
         return str(parse(self.job_directory(job_id)).child(checkpoint_dir_name(checkpoint_id)))
+
+    def check_writable(self, job_id: str) -> None:
+        """Refuse a job whose checkpoint directory this storage's user may not write:
+        at registration, rather than at its first checkpoint. Creates the job's directory
+        and a probe file in it (deleted again). Raises :class:`PermissionDenied` naming
+        the directory and the user; other failures (an unreachable NameNode) are raised
+        as they are."""
+        directory = self.job_directory(job_id)
+        probe = str(parse(directory).child(f".writable-{secrets.token_hex(6)}"))
+        try:
+            self._fs.mkdirs(directory)
+            self._fs.create_exclusive(probe, b"")
+        except PermissionDenied as exc:
+            user = getattr(self._fs, "user", None)
+            who = f"HDFS user {user!r}" if user else f"user {getpass.getuser()!r}"
+            raise PermissionDenied(
+                f"checkpoint directory {directory} is not writable by {who}: {exc}",
+                path=directory,
+            ) from exc
+        self._fs.delete(probe)
 
     def init_checkpoint(self, job_id: str, checkpoint_id: int) -> CheckpointLocation:
         """Create ``chk-<id>`` (and the job's ``shared/``). An id whose `_metadata` exists

@@ -37,3 +37,7 @@ class PathOutsideRoot(StorageError):
 class StorageUnavailable(StorageError):
     """The filesystem could not be reached (connection refused, timeout); the operation
     may or may not have been applied."""
+
+
+class PermissionDenied(StorageError):
+    """The filesystem's user may not do this here (HDFS permissions, a read-only disk)."""

@@ -16,7 +16,12 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
-from sparkpoint.storage.errors import FileAlreadyExists, FileNotFound, StorageError
+from sparkpoint.storage.errors import (
+    FileAlreadyExists,
+    FileNotFound,
+    PermissionDenied,
+    StorageError,
+)
 from sparkpoint.storage.filesystem import FileStatus, check_range
 from sparkpoint.storage.uri import LOCAL_SCHEMES, Uri, parse
 
@@ -31,6 +36,8 @@ def _translated(path: str) -> Iterator[None]:
         raise FileAlreadyExists(f"already exists: {path}", path=path) from exc
     except NotADirectoryError as exc:
         raise FileNotFound(f"not a directory on the way to {path}", path=path) from exc
+    except PermissionError as exc:
+        raise PermissionDenied(f"{path}: permission denied", path=path) from exc
     except OSError as exc:
         reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
         raise StorageError(f"{path}: {reason}", path=path) from exc

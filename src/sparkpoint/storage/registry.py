@@ -10,14 +10,14 @@ from sparkpoint.storage.local import LocalFileSystem
 from sparkpoint.storage.uri import LOCAL_SCHEMES, parse
 
 #: Options of the HDFS filesystem (see sparkpoint.storage.webhdfs.WebHdfsFileSystem).
-HDFS_OPTIONS = frozenset({"user", "timeout", "webhdfs_port", "auth"})
+HDFS_OPTIONS = frozenset({"user", "timeout", "retry_s", "webhdfs_port", "auth"})
 
 
 def filesystem_for(uri: str, **options: Any) -> FileSystem:
     """The filesystem of ``uri``: local for plain paths and ``file://``, WebHDFS for
     ``hdfs://``, ``webhdfs://`` and ``swebhdfs://``.
 
-    ``options`` (``user``, ``timeout``, ``webhdfs_port``, ``auth``) configure HDFS; the
+    ``options`` (``user``, ``timeout``, ``retry_s``, ``webhdfs_port``, ``auth``) configure HDFS; the
     local filesystem needs none and ignores them, so one set of options serves both.
 
     >>> filesystem_for("/tmp/checkpoints")

@@ -3,8 +3,9 @@
 ``hdfs://namenode:8020/path`` is reached at the namenode's HTTP address (port
 ``webhdfs_port``, default 9870); ``webhdfs://host:port/path`` names the HTTP address
 itself and ``swebhdfs://`` the same over HTTPS. Authentication is Hadoop's "simple" one
-(``user.name``) unless ``auth="kerberos"``, the extension point for secured clusters
-(it needs the ``requests-kerberos`` package and a ticket in the credential cache).
+(``user.name``: the ``user`` option, else ``$HADOOP_USER_NAME`` as for Hadoop's own
+clients, else the OS user) unless ``auth="kerberos"``, the extension point for secured
+clusters (it needs the ``requests-kerberos`` package and a ticket in the credential cache).
 
 This module is the only one that imports ``hdfs``, and :func:`_translated` is the only
 place where its errors (``RemoteException``s, HTTP failures) become storage errors.
@@ -14,11 +15,14 @@ from __future__ import annotations
 
 import getpass
 import io
+import logging
+import os
 import tempfile
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, TypeVar, cast
 
 import requests
 from hdfs import HdfsError, InsecureClient
@@ -27,6 +31,7 @@ from hdfs.client import Client
 from sparkpoint.storage.errors import (
     FileAlreadyExists,
     FileNotFound,
+    PermissionDenied,
     StorageError,
     StorageUnavailable,
 )
@@ -36,8 +41,28 @@ from sparkpoint.storage.uri import Uri, parse
 DEFAULT_WEBHDFS_PORT = 9870
 DEFAULT_SWEBHDFS_PORT = 9871
 DEFAULT_TIMEOUT_S = 60.0
+# A NameNode keeps sending clients to a DataNode that died until it marks it stale
+# (dfs.namenode.stale.datanode.interval, 30 s by default; with avoid.read/write.stale on)
+# and the NameNode itself may be restarting: calls that can be repeated are, for this long.
+DEFAULT_RETRY_S = 45.0
+_RETRY_PAUSE_S = 0.5
 _SPOOL_IN_MEMORY = 16 * 1024 * 1024
+T = TypeVar("T")
+
+# The hdfs package logs every call at INFO: a coordinator's log would be mostly that.
+if logging.getLogger("hdfs").level == logging.NOTSET:
+    logging.getLogger("hdfs").setLevel(logging.WARNING)
 _PERMISSION_EXCEPTIONS = {"AccessControlException", "SecurityException", "AuthorizationException"}
+_SAFE_MODE_EXCEPTIONS = {"SafeModeException"}
+# A DataNode serving WebHDFS could not reach the NameNode (restarting, or failing over).
+_UNREACHABLE_BEHIND = {
+    "ConnectException", "EOFException", "RetriableException", "StandbyException",
+    "SocketTimeoutException", "NoRouteToHostException",
+}  # fmt: skip
+_NO_SPACE_EXCEPTIONS = {
+    "DSQuotaExceededException", "NSQuotaExceededException", "QuotaExceededException",
+    "DiskOutOfSpaceException",
+}  # fmt: skip
 
 
 @contextmanager
@@ -46,16 +71,32 @@ def _translated(action: str, path: str, address: str) -> Iterator[None]:
     try:
         yield
     except HdfsError as exc:
-        remote, message = exc.exception, exc.message
+        remote, message = exc.exception, _summary(exc.message)
         if remote == "FileNotFoundException":
             raise FileNotFound(f"no such file or directory: {path} ({message})", path=path) from exc
         if remote == "FileAlreadyExistsException":
             raise FileAlreadyExists(f"already exists: {path} ({message})", path=path) from exc
         if remote in _PERMISSION_EXCEPTIONS:
-            raise StorageError(
+            raise PermissionDenied(
                 f"{action} {path}: permission denied ({message})", path=path
             ) from exc
-        detail = f"{remote}: {message}" if remote else str(message)
+        if remote in _SAFE_MODE_EXCEPTIONS or "safe mode" in message.lower():
+            raise StorageUnavailable(
+                f"{action} {path}: HDFS is in safe mode (read-only until the NameNode "
+                f"leaves it): {message}",
+                path=path,
+            ) from exc
+        if remote in _NO_SPACE_EXCEPTIONS:
+            raise StorageError(
+                f"{action} {path}: no space left on HDFS ({message})", path=path
+            ) from exc
+        if remote in _UNREACHABLE_BEHIND:
+            raise StorageUnavailable(
+                f"{action} {path}: HDFS did not answer behind WebHDFS at {address} "
+                f"({remote}: {message}); the operation may or may not have been applied",
+                path=path,
+            ) from exc
+        detail = f"{remote}: {message}" if remote else message
         raise StorageError(f"{action} {path} failed on HDFS: {detail}", path=path) from exc
     except (requests.ConnectionError, requests.Timeout) as exc:
         raise StorageUnavailable(
@@ -70,6 +111,17 @@ def _translated(action: str, path: str, address: str) -> Iterator[None]:
         raise StorageError(
             f"{action} {path}: unexpected answer from WebHDFS at {address}: {exc!r}", path=path
         ) from exc
+
+
+def _summary(message: object) -> str:
+    """A RemoteException's message without the server's Java stack trace; an HTML page
+    (a proxy or gateway answering instead of WebHDFS) reduced to saying so."""
+    text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
+    if text.startswith(("b'", 'b"')):
+        text = text[2:-1]
+    if "<html" in text.lower():
+        return "an HTML page instead of a WebHDFS answer (a proxy or gateway in between?)"
+    return text.split("\n\tat ", 1)[0].split("\n", 1)[0].strip()
 
 
 class _RemoteReader(io.RawIOBase):
@@ -138,6 +190,7 @@ class WebHdfsFileSystem:
         *,
         user: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
+        retry_s: float = DEFAULT_RETRY_S,
         webhdfs_port: int = DEFAULT_WEBHDFS_PORT,
         auth: str = "simple",
     ) -> None:
@@ -145,8 +198,10 @@ class WebHdfsFileSystem:
             raise StorageError(f"unknown HDFS auth {auth!r} (use 'simple' or 'kerberos')")
         self.scheme = scheme
         self.authority = authority
-        self.user = user or getpass.getuser()
+        # Hadoop's own clients take the user from HADOOP_USER_NAME under simple auth.
+        self.user = user or os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
         self.timeout = float(timeout)
+        self.retry_s = float(retry_s)
         self.auth = auth
         host, _, port = authority.rpartition(":") if ":" in authority else (authority, "", "")
         if scheme == "hdfs":
@@ -202,13 +257,28 @@ class WebHdfsFileSystem:
     def _call(self, action: str, path: str) -> Any:
         return _translated(action, path, self.address)
 
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """``attempt()``, again while HDFS does not answer (StorageUnavailable), for up to
+        ``retry_s``: only for calls whose repetition does what one call would."""
+        deadline = time.monotonic() + self.retry_s
+        while True:
+            try:
+                return attempt()
+            except StorageUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(_RETRY_PAUSE_S)  # a pause between attempts, not a synchronisation
+
     # -- queries --------------------------------------------------------------------
 
     def status(self, path: str) -> FileStatus:
         uri, hpath = self._hdfs_path(path)
-        with self._call("status of", path):
-            st = self._client().status(hpath)
-            return _status(str(uri), st)
+
+        def attempt() -> FileStatus:
+            with self._call("status of", path):
+                return _status(str(uri), self._client().status(hpath))
+
+        return self._retrying(attempt)
 
     def exists(self, path: str) -> bool:
         try:
@@ -219,16 +289,24 @@ class WebHdfsFileSystem:
 
     def list(self, path: str) -> list[FileStatus]:
         uri, hpath = self._hdfs_path(path)
-        with self._call("list", path):
-            entries = self._client().list(hpath, status=True)
-            return sorted(
-                (_status(str(uri.child(name)), st) for name, st in entries), key=lambda s: s.path
-            )
+
+        def attempt() -> list[FileStatus]:
+            with self._call("list", path):
+                entries = self._client().list(hpath, status=True)
+                return sorted(
+                    (_status(str(uri.child(n)), st) for n, st in entries), key=lambda s: s.path
+                )
+
+        return self._retrying(attempt)
 
     def read(self, path: str) -> bytes:
         _, hpath = self._hdfs_path(path)
-        with self._call("read", path), self._client().read(hpath) as reader:
-            return cast(bytes, reader.read())
+
+        def attempt() -> bytes:
+            with self._call("read", path), self._client().read(hpath) as reader:
+                return cast(bytes, reader.read())
+
+        return self._retrying(attempt)
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
         check_range(path, offset, length)
@@ -236,18 +314,35 @@ class WebHdfsFileSystem:
         if length == 0:
             self.status(path)  # still a FileNotFound for a missing file
             return b""
-        with (
-            self._call("read", path),
-            self._client().read(hpath, offset=offset, length=length) as reader,
-        ):
-            return cast(bytes, reader.read())
+
+        def attempt() -> bytes:
+            with (
+                self._call("read", path),
+                self._client().read(hpath, offset=offset, length=length) as reader,
+            ):
+                return cast(bytes, reader.read())
+
+        try:
+            return self._retrying(attempt)
+        except (FileNotFound, StorageUnavailable):
+            raise
+        except StorageError:
+            # A NameNode refuses an OPEN at or past the end ("out of the range"); the
+            # contract reads nothing there.
+            if offset >= self.status(path).size:
+                return b""
+            raise
 
     @contextmanager
     def open_read(self, path: str) -> Iterator[BinaryIO]:
         _, hpath = self._hdfs_path(path)
         context = self._client().read(hpath)
-        with self._call("open", path):
-            raw = context.__enter__()
+
+        def attempt() -> Any:
+            with self._call("open", path):
+                return context.__enter__()
+
+        raw = self._retrying(attempt)
         try:
             yield cast(BinaryIO, io.BufferedReader(_RemoteReader(raw, path, self.address)))
         finally:
@@ -257,8 +352,12 @@ class WebHdfsFileSystem:
 
     def mkdirs(self, path: str) -> None:
         _, hpath = self._hdfs_path(path)
-        with self._call("mkdirs", path):
-            self._client().makedirs(hpath)
+
+        def attempt() -> None:
+            with self._call("mkdirs", path):
+                self._client().makedirs(hpath)
+
+        self._retrying(attempt)
 
     def create(self, path: str) -> _HdfsOutputFile:
         self._hdfs_path(path)
@@ -266,8 +365,19 @@ class WebHdfsFileSystem:
 
     def _upload(self, path: str, data: bytes | BinaryIO) -> None:
         _, hpath = self._hdfs_path(path)
-        with self._call("create", path):
-            self._client().write(hpath, data=data, overwrite=False)
+        tries = 0
+
+        def attempt() -> None:
+            nonlocal tries
+            if tries:  # a DataNode died under the upload: our own partial file goes first
+                self._delete_quietly(path)
+                if not isinstance(data, bytes):
+                    data.seek(0)
+            tries += 1
+            with self._call("create", path):
+                self._client().write(hpath, data=data, overwrite=False)
+
+        self._retrying(attempt)
 
     def create_exclusive(self, path: str, data: bytes) -> None:
         self._upload(path, data)

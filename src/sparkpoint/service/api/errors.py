@@ -40,6 +40,7 @@ from sparkpoint.runs.errors import (
     UnknownJobError,
 )
 from sparkpoint.service import proxy
+from sparkpoint.storage import PermissionDenied
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ _REFUSALS: tuple[tuple[type[Exception], int, str, bool], ...] = (
     (InvalidCheckpointValue, 422, "invalid_request", False),
     (RestoreValidationError, 422, "restore_validation", False),
     (CheckpointLoadError, 422, "checkpoint_unreadable", False),
+    (PermissionDenied, 422, "storage_permission_denied", False),
 )
 
 

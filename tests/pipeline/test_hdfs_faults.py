@@ -1,0 +1,212 @@
+"""HDFS daemons die under a running pipeline: a real NameNode and DataNodes (a cluster of
+the test's own), the HA coordinator on the real ZooKeeper, executors writing state
+through WebHDFS. Each test looks at ZooKeeper and HDFS afterwards.
+
+"While executors write" is made exact, not left to timing: the daemons are frozen
+(SIGSTOP) before the snapshot, so each state-file upload stays in flight on an open
+connection (the kernel accepts it); the test sees which daemon holds one in
+``/proc/net/tcp``, kills a daemon with SIGKILL, and thaws the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkpoint.config import load_config
+from sparkpoint.ops.hdfs import Daemon, LocalHdfs
+from sparkpoint.ops.zookeeper import LocalZooKeeper
+from sparkpoint.pipeline import PipelineDriver
+from sparkpoint.pipeline.remote import RemoteChannel
+from sparkpoint.service import Service, start_service
+from sparkpoint.storage import CheckpointStorage, filesystem_for
+from sparkpoint.store import ZooKeeperCompletedCheckpointStore
+from tests.support.hdfs import own_cluster
+from tests.support.waiting import wait_until
+
+from . import support
+
+pytestmark = pytest.mark.slow
+
+JOB = "hdfs-faults"
+MANUAL = 3_600_000
+
+
+def in_flight(port: int) -> int:
+    """Established TCP connections whose local port is ``port`` (server side)."""
+    count = 0
+    for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")):
+        if not table.exists():
+            continue
+        with table.open() as rows:
+            next(rows)
+            for row in rows:
+                fields = row.split()
+                if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    count += 1
+    return count
+
+
+def _freeze(daemons: list[Daemon], sig: int) -> None:
+    for daemon in daemons:
+        assert daemon.pid is not None
+        os.kill(daemon.pid, sig)
+
+
+class Harness:
+    """The cluster, the coordinator service and one in-process driver of the clicks job."""
+
+    def __init__(
+        self, hdfs: LocalHdfs, service: Service, spark: Any, out: Path, observer: Any
+    ) -> None:
+        self.hdfs = hdfs
+        self.service = service
+        self.observer = observer
+        self.pipeline = support.pipeline(JOB, out, 2)
+        self.channel = RemoteChannel(
+            [service.address.split("://", 1)[1]], checkpoint_config={"interval_ms": MANUAL}
+        )
+        self.driver = PipelineDriver(self.pipeline, spark, self.channel, inline_threshold=0)
+        self.storage = CheckpointStorage(f"{hdfs.webhdfs_uri}/tmp/ckpt")
+
+    def stored(self) -> list[int]:
+        """The completed checkpoints as ZooKeeper holds them."""
+        store = ZooKeeperCompletedCheckpointStore(self.observer, JOB, None)
+        return [p.checkpoint_id for p in store.recover()]
+
+    def checkpoint(self) -> int:
+        cid = self.channel.trigger_checkpoint()
+        self.driver.run(max_epochs=1)
+        return cid
+
+    def checkpoint_in_background(self, frozen: list[Daemon]) -> tuple[int, threading.Thread]:
+        """Trigger a checkpoint (the coordinator makes its directory), freeze ``frozen``,
+        then run the epoch that snapshots, in a thread."""
+        cid = self.channel.trigger_checkpoint()
+        _freeze(frozen, signal.SIGSTOP)
+        thread = threading.Thread(target=self.driver.run, kwargs={"max_epochs": 1})
+        thread.start()
+        return cid, thread
+
+    def assert_hdfs_matches_zookeeper(self) -> None:
+        """Every checkpoint ZooKeeper lists is whole on HDFS (its `_metadata` reads and
+        names state files that all exist at their sizes); no other has a `_metadata`."""
+        stored = self.stored()
+        on_hdfs = self.storage.list_checkpoints(JOB, completed_only=True)
+        assert sorted(stored) == sorted(on_hdfs), (stored, on_hdfs)
+        for cid in stored:
+            directory = self.storage.checkpoint_directory(JOB, cid)
+            checks = self.storage.verify(self.storage.read_metadata(directory))
+            assert checks and all(c.ok for c in checks), checks
+
+    def finish(self) -> None:
+        self.driver.run()
+        self.driver.finish()
+        self.driver.close()
+        assert support.committed(self.pipeline) == support.expected()  # exactly once
+
+
+@pytest.fixture
+def harness_for(
+    tmp_path: Path, spark: Any, zk_server: LocalZooKeeper, cluster_id: str, observer: Any
+) -> Iterator[Any]:
+    opened: list[tuple[Any, Service]] = []
+
+    def make(replication: int) -> Harness:
+        context = own_cluster(tmp_path / "hdfs", datanodes=3, replication=replication)
+        hdfs = context.__enter__()
+        config = load_config(
+            overrides={
+                "high-availability.zookeeper.quorum": zk_server.connect_string,
+                "high-availability.cluster-id": cluster_id,
+                "high-availability.zookeeper.client.session-timeout": "4 s",
+                "rest.port": "0",
+                "rest.auth.enabled": "false",
+                "state.checkpoints.dir": f"{hdfs.webhdfs_uri}/tmp/ckpt",
+                "state.checkpoints.num-retained": "10",
+            },
+            environ={},
+        )
+        service = start_service(config)
+        opened.append((context, service))
+        wait_until(service.replica.is_ready, timeout=30, message="replica leads")
+        harness = Harness(hdfs, service, spark, tmp_path / "out", observer)
+        assert harness.driver.start() is None  # a first start
+        harness.driver.run(max_epochs=1)
+        first = harness.checkpoint()
+        wait_until(lambda: first in harness.stored(), timeout=60, message="checkpoint 1")
+        return harness
+
+    yield make
+    for context, service in opened:
+        service.stop()
+        context.__exit__(None, None, None)
+
+
+def test_datanode_killed_while_executors_write_state(harness_for: Any) -> None:
+    """Replication 2 of 3: a DataNode in the write pipelines dies mid-snapshot; the
+    writers go on with the others and the checkpoint completes. (Replication 1 is no
+    fault tolerance: the blocks only the dead DataNode held are gone, so the state the
+    pipeline re-reads from its last checkpoint is lost; see docs/storage.md.)"""
+    h: Harness = harness_for(2)
+    datanodes = list(h.hdfs.datanodes)
+    cid, writing = h.checkpoint_in_background(datanodes)
+    try:
+        busy = wait_until(
+            lambda: [d for d in datanodes if in_flight(d.http_port)],
+            timeout=60,
+            message="state uploads in flight to the frozen DataNodes",
+        )
+        # Not a DataNode a client streams to: one that only sits in write pipelines.
+        victim = next(d for d in datanodes if d not in busy)
+        h.hdfs.stop_daemon(victim, signal.SIGKILL)
+    finally:
+        _freeze([d for d in datanodes if d.pid is not None], signal.SIGCONT)
+    writing.join(120)
+    assert not writing.is_alive()
+    assert cid in h.driver.status.acknowledged
+    wait_until(lambda: cid in h.stored(), timeout=60, message=f"checkpoint {cid} completes")
+    following = h.checkpoint()
+    wait_until(lambda: following in h.stored(), timeout=60, message="the next one completes")
+    h.assert_hdfs_matches_zookeeper()
+    h.finish()
+
+
+def test_namenode_killed_and_restarted_during_a_checkpoint(harness_for: Any) -> None:
+    h: Harness = harness_for(2)
+    namenode = h.hdfs.namenode
+    cid, writing = h.checkpoint_in_background([namenode])
+    try:
+        wait_until(
+            lambda: in_flight(namenode.http_port),
+            timeout=60,
+            message="state uploads in flight to the frozen NameNode",
+        )
+    finally:
+        h.hdfs.stop_daemon(namenode, signal.SIGKILL)
+    h.hdfs.start_daemon(namenode)  # the writers retry meanwhile, or give up and decline
+    h.hdfs.wait_ready(timeout=120, datanodes=3)
+    writing.join(180)
+    assert not writing.is_alive()
+    wait_until(
+        lambda: (
+            cid in h.stored()
+            or cid in dict(h.driver.status.aborted)
+            or cid in dict(h.driver.status.declined)
+        ),
+        timeout=60,
+        message=f"checkpoint {cid} completed or aborted",
+    )
+    following = h.checkpoint()
+    wait_until(lambda: following in h.stored(), timeout=60, message="the next one completes")
+    metadata = f"{h.storage.checkpoint_directory(JOB, cid)}/_metadata"
+    # Completed or aborted, never half: listed in ZooKeeper exactly when its `_metadata` is.
+    assert (cid in h.stored()) is filesystem_for(metadata).exists(metadata)
+    h.assert_hdfs_matches_zookeeper()
+    h.finish()
