@@ -97,7 +97,8 @@ class CollectionReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
-            "epoch": self.epoch,
+            "term": self.epoch,
+            "epoch": self.epoch,  # deprecated alias of "term"
             "grace_period_s": self.grace_period_s,
             "checkpoint_dir": self.checkpoint_dir,
             "jobs": [job.to_dict() for job in self.jobs],
@@ -175,7 +176,7 @@ class OrphanCollector:
             try:
                 self.collect(dry_run=False)
             except Exception:  # a bug must not end the thread and let orphans pile up
-                log.exception("orphan collection of epoch %d failed", term.epoch)
+                log.exception("orphan collection of term %d failed", term.epoch)
 
     def _collect_job(self, session: JobSession, *, dry_run: bool) -> JobOrphans:
         job_id = session.job_id

@@ -88,6 +88,7 @@ def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
     )
     return RegisterReply(
         job_id=session.job_id,
+        leader_term=term.epoch,
         leader_epoch=term.epoch,
         status=session.job_status().value,
         notification_seq=session.last_seq()
@@ -116,6 +117,7 @@ def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str
         request.app.state.replica.wake()
         term.await_rounds(2, timeout_s=0.2)
     return {
+        "leader_term": term.epoch,
         "leader_epoch": term.epoch,
         "job_status": session.job_status().value,
         "notifications": session.notifications(body.after_seq) if role == "active" else [],
