@@ -21,15 +21,21 @@ BUILD_INFO.info({"version": __version__})
 
 # --- leadership and ZooKeeper -------------------------------------------------------------
 IS_LEADER = Gauge("sparkpoint_is_leader", "1 while this coordinator is the active leader.")
+LEADER_TERM = Gauge(
+    "sparkpoint_leader_term",
+    "Term (fencing number) of the current leadership as last seen here: rises by one at "
+    "every change of leader.",
+)
+#: The old name of sparkpoint_leader_term, kept for one release.
 LEADER_EPOCH = Gauge(
-    "sparkpoint_leader_epoch", "Fencing epoch of the current leadership as last seen here."
+    "sparkpoint_leader_epoch", "Deprecated: sparkpoint_leader_term (removed in the next release)."
 )
 LEADER_CHANGES = Counter(
     "sparkpoint_leader_changes_total", "Times this coordinator gained or lost leadership."
 )
 FENCED_WRITES = Counter(
     "sparkpoint_fenced_writes_total",
-    "Writes refused because the leader epoch had moved on (this replica was deposed).",
+    "Writes refused because the leader term had moved on (this replica was deposed).",
 )
 ZOOKEEPER_CONNECTION_STATE = Enum(
     "sparkpoint_zookeeper_connection_state",

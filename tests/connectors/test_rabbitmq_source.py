@@ -116,3 +116,12 @@ def test_poison_and_id_less_messages(rabbitmq: RabbitMQServer, at_least_once: bo
         _, props, body = connection.channel().basic_get(dlq, auto_ack=True)
         connection.close()
         assert body == b"\xff not json" and props.headers[REASON_HEADER] == UNDECODABLE
+
+
+def test_lag_is_what_waits_in_the_queue(rabbitmq: RabbitMQServer) -> None:
+    _, queue = support.fresh_names()
+    with source_on(rabbitmq, queue) as source:
+        assert source.lag() is None  # not connected: nothing to ask
+        support.publish_range(rabbitmq, queue, 0, 500)
+        records(source)  # connects; 2 consumers x prefetch 100 hold 200 unacknowledged
+        assert wait_until(lambda: source.lag() == 300, timeout=30, message="300 waiting")

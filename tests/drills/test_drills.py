@@ -41,7 +41,7 @@ def test_kill_leader_with_the_demo_pipeline(tmp_path: Path) -> None:
     for it in report["iterations"]:
         assert it["action"].startswith("SIGKILL coordinator-")
         assert it["time_to_leader_s"] > 0 and it["time_to_checkpoint_s"] > 0
-        assert it["new_epoch"] > it["old_epoch"]
+        assert it["new_term"] > it["old_term"]
         assert {i["name"] for i in it["invariants"]} == {
             "single_leader", "ids_strictly_rising", "no_retained_checkpoint_lost"}  # fmt: skip
     overall = {i["name"]: i for i in report["overall"]}
@@ -109,7 +109,7 @@ def test_chaos_the_leader_cut_off_from_zookeeper_then_its_replies_dropped(
     assert first["notes"]["fault"] == "zookeeper-cut-off"
     assert second["notes"]["fault"] == "zookeeper-replies-dropped"
     for it in report["iterations"]:
-        assert it["new_epoch"] > it["old_epoch"] and it["time_to_checkpoint_s"] > 0
+        assert it["new_term"] > it["old_term"] and it["time_to_checkpoint_s"] > 0
         assert {i["name"] for i in it["invariants"]} >= {
             "single_leader", "old_leader_rejoined", "each_checkpoint_completed_once",
             "latest_checkpoint_restorable", "no_checkpoint_directory_outlives_grace"}  # fmt: skip

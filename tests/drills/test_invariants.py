@@ -58,7 +58,7 @@ def test_an_epoch_going_back_is_reported() -> None:
     samples = [LeaderSample(0.0, 3, ("a",)), LeaderSample(0.1, None), LeaderSample(0.2, 2, ())]
     verdict = check_single_leader(samples)
     assert not verdict.ok
-    assert "epoch 2 after epoch 3" in verdict.detail
+    assert "term 2 after term 3" in verdict.detail
 
 
 @given(st.lists(st.tuples(st.integers(1, 50), st.booleans()), max_size=30))

@@ -97,7 +97,7 @@ def test_the_dashboard_shows_what_operators_watch() -> None:
     used = set().union(*map(metric_names, QUERIES.values()))
     assert {
         "sparkpoint_is_leader",  # which replica leads
-        "sparkpoint_leader_epoch",
+        "sparkpoint_leader_term",
         "sparkpoint_leader_changes_total",  # failovers
         "sparkpoint_checkpoint_duration_seconds_bucket",
         "sparkpoint_last_completed_checkpoint_size_bytes",

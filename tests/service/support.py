@@ -239,7 +239,7 @@ class Driver:
                 continue
             for notice in beat.notifications:
                 seq = max(seq, notice.seq)
-                key = (beat.leader_epoch, notice.checkpoint_id)
+                key = (beat.leader_term, notice.checkpoint_id)
                 if notice.type == "trigger":
                     self.triggered.append(key)
                     if self.acking.is_set():

@@ -229,7 +229,7 @@ def test_follower_redirects_and_answers_status(
             )  # fmt: skip
             assert forwarded.status_code == 200, forwarded.text
             direct = http.post(f"/v1/jobs/{JOB}/heartbeat", json={"after_seq": 0, "run_id": run})
-            assert forwarded.json()["leader_epoch"] == direct.json()["leader_epoch"]
+            assert forwarded.json()["leader_term"] == direct.json()["leader_term"]
             jobs = f.get("/v1/jobs").json()["jobs"]
             assert [j["job_id"] for j in jobs] == [JOB]
             overview = f.get(f"/v1/jobs/{JOB}/checkpoints").json()

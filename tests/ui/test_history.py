@@ -17,7 +17,7 @@ def test_renewals_are_not_changes_and_a_takeover_is_timed_from_the_last_renewal(
     history.observe(info("b", 2, 2_450, 2_450), now_ms=2_460)
     newest, first = history.changes()
     assert first["how"].startswith("leading when") and first["leaderless_ms"] is None
-    assert (newest["leader"], newest["epoch"], newest["previous_leader"]) == ("b", 2, "a")
+    assert (newest["leader"], newest["term"], newest["previous_leader"]) == ("b", 2, "a")
     assert newest["leaderless_ms"] == 1_150  # 2,450 - the last renewal at 1,300
 
 
@@ -31,4 +31,4 @@ def test_a_released_leadership_is_timed_too_and_history_is_bounded() -> None:
     assert history.changes()[0]["leaderless_ms"] == 400
     for epoch in range(3, 8):
         history.observe(info("a" if epoch % 2 else "b", epoch, epoch * 1000, epoch * 1000))
-    assert [c["epoch"] for c in history.changes()] == [7, 6, 5]
+    assert [c["term"] for c in history.changes()] == [7, 6, 5]

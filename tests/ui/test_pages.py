@@ -180,7 +180,7 @@ def test_pages_history_and_failover(replicas, browser: Browser, screenshots: Pat
             message="the failover on the cluster page",
         )
         failover = browser.text("#failovers tbody tr") or ""
-        assert follower.name in failover and f"{leader.name} (epoch" in failover, failover
+        assert follower.name in failover and f"{leader.name} (term" in failover, failover
         assert re.search(r"\d+(\.\d+)? (ms|s)$", failover), failover
         browser.wait(
             lambda: not browser.driver.find_element(By.ID, "banner").is_displayed(),

@@ -14,7 +14,7 @@ class Heartbeat:
     """``role``: the caller's, "active" or "standby" (a standby reading "active" was
     granted the job); ``notification_seq``: the job's last notification seq."""
 
-    leader_epoch: int
+    leader_term: int
     job_status: str
     notifications: list[RunNotice]
     role: str = "active"
@@ -27,7 +27,8 @@ class Heartbeat:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Heartbeat:
         return cls(
-            leader_epoch=int(data["leader_epoch"]),
+            # "leader_epoch": its old name, still sent (and read) for one release
+            leader_term=int(data.get("leader_term", data.get("leader_epoch", 0))),
             job_status=str(data["job_status"]),
             notifications=[notice_from_dict(n) for n in data.get("notifications", [])],
             role=str(data.get("role", "active")),

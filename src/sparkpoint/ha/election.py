@@ -174,7 +174,8 @@ class ZooKeeperLeaderElection:
         return {
             "instance_id": self.instance_id,
             "state": self._state.value,
-            "epoch": lead.epoch if lead else None,
+            "term": lead.epoch if lead else None,
+            "epoch": lead.epoch if lead else None,  # deprecated alias of "term"
             "terms_won": self.terms_won,
             "demotions": list(self.demotions),
             "latch_node": self._latch.node,
@@ -309,10 +310,10 @@ class ZooKeeperLeaderElection:
             else:
                 epoch = take_over(self.conn, view, payload, self._info_bytes(seen + 1))
         except ConflictError as exc:
-            log.info("%s: not taking epoch %d: %s", self.instance_id, seen + 1, exc)
+            log.info("%s: not taking term %d: %s", self.instance_id, seen + 1, exc)
             return
         except PossiblyAppliedError:
-            with translate.reads("re-reading leader epoch"):
+            with translate.reads("re-reading the leader term"):
                 raw, stat = self.conn.retry(self.conn.client.get, self.conn.paths.epoch)
             if stat.version != seen + 1 or nonce.encode() not in raw:
                 return
@@ -333,9 +334,10 @@ class ZooKeeperLeaderElection:
         self._state = ContenderState.LEADER
         self.terms_won += 1
         metrics.IS_LEADER.set(1)
-        metrics.LEADER_EPOCH.set(epoch)
+        metrics.LEADER_TERM.set(epoch)
+        metrics.LEADER_EPOCH.set(epoch)  # the deprecated name, for one release
         metrics.LEADER_CHANGES.inc()
-        log.info("%s: leader with epoch %d", self.instance_id, epoch)
+        log.info("%s: leader with term %d", self.instance_id, epoch)
         self._listener.leadership_granted(leadership)
 
     def _info_bytes(self, epoch: int) -> bytes:
@@ -419,7 +421,7 @@ class ZooKeeperLeaderElection:
                 self._step_down(f"fenced: {exc}", fenced=True)
                 return
             except HAError as exc:
-                reason += f" (epoch not confirmed: {exc})"
+                reason += f" (term not confirmed: {exc})"
         self._step_down(reason)
 
     def _extend_lease(self, lead: Leadership, sent: float) -> None:
@@ -432,18 +434,18 @@ class ZooKeeperLeaderElection:
 
     def _resume_if_still_leader(self, lead: ZooKeeperLeadership) -> None:
         # Same session is back. Re-read the epoch before acting again (never assume).
-        with translate.reads("re-reading leader epoch"):
+        with translate.reads("re-reading the leader term"):
             stat = self.conn.retry(self.conn.client.exists, self.conn.paths.epoch)
         if stat is None or stat.version != lead.epoch:
             self._step_down(
-                f"fenced: epoch moved to {stat.version if stat else '?'} while suspended",
+                f"fenced: the term moved to {stat.version if stat else '?'} while suspended",
                 fenced=True,
             )
             return
         lead._resume()
         self._suspended_since = None
         self._state = ContenderState.LEADER
-        log.info("%s: connection back; leading epoch %d again", self.instance_id, lead.epoch)
+        log.info("%s: connection back; leading term %d again", self.instance_id, lead.epoch)
 
     def _step_down(self, reason: str, *, fenced: bool = False) -> None:
         lead = self._leadership
@@ -455,7 +457,7 @@ class ZooKeeperLeaderElection:
         self.demotions.append(reason)
         metrics.IS_LEADER.set(0)
         metrics.LEADER_CHANGES.inc()
-        log.warning("%s: gave up leadership of epoch %d: %s", self.instance_id, lead.epoch, reason)
+        log.warning("%s: gave up leadership of term %d: %s", self.instance_id, lead.epoch, reason)
         try:
             self._listener.leadership_revoked(lead, reason)
         finally:

@@ -16,7 +16,7 @@ class NotConnectedError(HAError):
 
 
 class FencedError(HAError):
-    """A fenced write was refused because the leader epoch moved on: this process is no
+    """A fenced write was refused because the leader term moved on: this process is no
     longer the leader and must stop acting. Nothing was written."""
 
     def __init__(self, message: str, *, expected_epoch: int, current_epoch: int | None) -> None:

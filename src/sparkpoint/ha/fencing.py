@@ -1,4 +1,4 @@
-"""The fencing epoch and fenced transactions (docs/architecture.md, section 3).
+"""Fenced transactions and the fencing term (docs/architecture.md, section 3).
 
 On winning the election a coordinator bumps ``leader/epoch`` and keeps the returned data
 version E. Every write it makes afterwards is one multi-op transaction beginning with
@@ -107,7 +107,7 @@ class Fence:
             if current is not None and current != self.epoch:
                 self._mark_fenced(self._fenced_error_of(what, current, in_doubt=True))
                 raise PossiblyAppliedError(
-                    f"{exc}; meanwhile the epoch moved from {self.epoch} to {current}: this "
+                    f"{exc}; meanwhile the term moved from {self.epoch} to {current}: this "
                     "coordinator is deposed"
                 ) from exc
             raise
@@ -132,7 +132,7 @@ class Fence:
         if wait_reconnect:
             self.conn.wait_for(ConnectionState.CONNECTED, self.conn.settings.session_timeout_s)
         try:
-            with translate.reads("reading leader epoch"):
+            with translate.reads("reading the leader term"):
                 stat = self.conn.retry(self.conn.client.exists, self.conn.paths.epoch)
             return stat.version if stat else None
         except HAError:
@@ -147,7 +147,7 @@ class Fence:
     def _fenced_error_of(self, what: str, current: int | None, *, in_doubt: bool) -> FencedError:
         outcome = "it may or may not have been applied" if in_doubt else "nothing was written"
         return FencedError(
-            f"{what}: fenced — this coordinator led epoch {self.epoch}, the current epoch is "
+            f"{what}: fenced — this coordinator led term {self.epoch}, the current term is "
             f"{current if current is not None else 'unknown'}; {outcome}",
             expected_epoch=self.epoch,
             current_epoch=current,
@@ -166,7 +166,7 @@ class Fence:
 def read_epoch(conn: ZooKeeperConnection) -> int:
     """The current epoch (data version of leader/epoch), creating the node if missing."""
     path = conn.paths.epoch
-    with translate.reads("reading leader epoch"):
+    with translate.reads("reading the leader term"):
         conn.retry(conn.client.ensure_path, conn.paths.leader)
         with contextlib.suppress(NodeExistsError):
             conn.retry(conn.client.create, path, b"{}")
@@ -180,7 +180,7 @@ def bump_epoch(conn: ZooKeeperConnection, seen_epoch: int, payload: bytes) -> in
     Raises ConflictError if someone else bumped it first — at most one contender wins a
     given epoch, which is what lease-based takeover relies on.
     """
-    with translate.writes("bumping leader epoch"):
+    with translate.writes("bumping the leader term"):
         stat = conn.client.set(conn.paths.epoch, payload, version=seen_epoch)
     return int(stat.version)
 

@@ -58,14 +58,14 @@ class Leadership:
         """Raise unless this leadership may act now."""
         if self.revoked.is_set():
             raise FencedError(
-                f"leadership of epoch {self.epoch} was revoked: {self.revoke_reason}",
+                f"leadership of term {self.epoch} was revoked: {self.revoke_reason}",
                 expected_epoch=self.epoch,
                 current_epoch=None,
             )
         if self._suspended.is_set():
-            raise NotConnectedError(f"leadership of epoch {self.epoch} is suspended")
+            raise NotConnectedError(f"leadership of term {self.epoch} is suspended")
         if self._lease_deadline is not None and lease_clock() >= self._lease_deadline:
-            raise NotConnectedError(f"the lease of epoch {self.epoch} lapsed without renewal")
+            raise NotConnectedError(f"the lease of term {self.epoch} lapsed without renewal")
 
     @property
     def is_suspended(self) -> bool:
@@ -86,7 +86,7 @@ class Leadership:
         state = (
             "revoked" if self.revoked.is_set() else "suspended" if self.is_suspended else "active"
         )
-        return f"Leadership(epoch={self.epoch}, instance={self.instance_id}, {state})"
+        return f"Leadership(term={self.epoch}, instance={self.instance_id}, {state})"
 
 
 class LeadershipListener(Protocol):

@@ -138,17 +138,17 @@ def take_over(
     else:
         tx.create(paths.leader_info, info_if_absent, ephemeral=True)
     tx.set_data(paths.epoch, payload, version=view.epoch)
-    with translate.writes("taking over the leader epoch"):
+    with translate.writes("taking over the leader term"):
         results = tx.commit_async().get(timeout=conn.settings.session_timeout_s)
     failures = [r for r in results if isinstance(r, Exception)]
     if not failures:
         return int(results[1].version)
     if any(isinstance(r, BadVersionError | NoNodeError | NodeExistsError) for r in failures):
         raise ConflictError(
-            f"takeover from epoch {view.epoch} refused: the lease or the epoch moved "
+            f"takeover from term {view.epoch} refused: the lease or the term moved "
             f"({', '.join(type(r).__name__ for r in failures)})"
         )
-    raise HAError(f"takeover from epoch {view.epoch} failed: {failures}")
+    raise HAError(f"takeover from term {view.epoch} failed: {failures}")
 
 
 def _holder(raw: bytes) -> str | None:

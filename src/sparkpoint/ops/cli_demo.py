@@ -34,7 +34,7 @@ def _view(demo: Demo) -> Group:
     queued = demo.contenders()
     for replica in demo.replicas:
         role = ("stopped" if replica.stopped else "killed") if not replica.alive() else (
-            f"leader (epoch {demo.leader[1]})" if demo.leader and replica.name == leader
+            f"leader (term {demo.leader[1]})" if demo.leader and replica.name == leader
             else "follower" if replica.name in queued else "starting"
         )  # fmt: skip
         pid = str(replica.proc.pid) if replica.proc else "-"
@@ -46,7 +46,7 @@ def _log_event(console: Console, event: dict[str, Any]) -> None:
     kind = event["event"]
     if kind == "leader":
         extra = f" after {event['handover_s']} s" if "handover_s" in event else ""
-        console.log(f"[bold green]{event['leader']}[/] leads with epoch {event['epoch']}{extra}")
+        console.log(f"[bold green]{event['leader']}[/] leads with term {event['term']}{extra}")
     elif kind == "killed":
         console.log(f"[bold red]{event['signal']}[/] sent to {event['coordinator']}")
     elif kind == "checkpoint":

@@ -183,7 +183,7 @@ def drill_group() -> None:
 def kill_leader(iterations: int, signal_name: str, interval: float, **opts: Any) -> None:
     """Signal the leader ITERATIONS times; time each failover and check the invariants.
 
-    Measures, from each signal, the time to a new leader (a higher fencing epoch) and to
+    Measures, from each signal, the time to a new leader (a higher term) and to
     the first checkpoint it completes; checks at most one acting leader at any moment,
     checkpoint ids strictly rising and never reused, no retained checkpoint lost, and with
     --local the demo pipeline's exactly-once output. The replica is then restarted.

@@ -28,7 +28,7 @@ def _human_bytes(size: int) -> str:
 def _print_report(report: dict[str, Any]) -> None:
     verb = "would delete" if report["dry_run"] else "deleted"
     click.echo(
-        f"leader {report['leader']} (epoch {report['epoch']}), grace period "
+        f"leader {report['leader']} (term {report['term']}), grace period "
         f"{report['grace_period_s']:g} s, {report['checkpoint_dir']}"
         + ("  [dry run: nothing deleted]" if report["dry_run"] else "")
     )

@@ -166,7 +166,7 @@ def _emit(opts: dict[str, Any], data: Any, table: Callable[[Any], None]) -> None
 @click.command("leader")
 @connection_options
 def leader_command(**opts: Any) -> None:
-    """Who leads, its fencing epoch and lease age, and every contender in election order.
+    """Who leads, its term (fencing number) and lease age, and every contender in election order.
 
     The lease age is how long ago the leader last renewed its lease (by the wall clocks of
     the leader and this machine); followers take over once it exceeds the takeover timeout.

@@ -32,8 +32,8 @@ def leader(data: dict[str, Any]) -> None:
                 f"({lead.get('renewals', 0)} renewals)"
             )
         console.print(
-            f"leader [bold]{lead['instance_id']}[/bold] at {lead['address']}, epoch "
-            f"{lead['epoch']}, since {_ts(lead['since_ms'])}{lease}"
+            f"leader [bold]{lead['instance_id']}[/bold] at {lead['address']}, term "
+            f"{lead.get('term', lead.get('epoch'))}, since {_ts(lead['since_ms'])}{lease}"
         )
     else:
         console.print("[yellow]no leader[/yellow]")

@@ -194,10 +194,11 @@ class Demo:
         current leader, and the kill time while its handover is still awaited."""
         current = self._current_leader()
         if current and current != self.leader:
+            # "epoch": the old name of "term", kept for one release
             event: dict[str, Any] = {"event": "leader", "leader": current[0],
-                                     "epoch": current[1]}  # fmt: skip
+                                     "term": current[1], "epoch": current[1]}  # fmt: skip
             if self.leader is not None:
-                event["previous_leader"], event["previous_epoch"] = self.leader
+                event["previous_leader"], event["previous_term"] = self.leader
                 if killed_at is not None:
                     event["handover_s"] = round(time.monotonic() - killed_at, 2)
                 self.failovers.append(event)

@@ -120,7 +120,8 @@ class ZooKeeperBackend:
         return {
             "instance_id": info.instance_id,
             "address": info.address,
-            "epoch": info.epoch,
+            "term": info.epoch,
+            "epoch": info.epoch,  # deprecated alias of "term", for one release
             "since_ms": info.since_ms,
             "renewals": info.renewals,
             "renewed_ms": info.renewed_ms,
@@ -181,7 +182,8 @@ class EmbeddedBackend:
         return {
             "instance_id": self._instance_id,
             "address": self._address,
-            "epoch": lead.epoch,
+            "term": lead.epoch,
+            "epoch": lead.epoch,  # deprecated alias of "term", for one release
             "since_ms": int(lead.granted_at * 1000),
             "renewals": 0,
             "renewed_ms": int(lead.granted_at * 1000),

@@ -102,7 +102,8 @@ class CollectionReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
-            "epoch": self.epoch,
+            "term": self.epoch,
+            "epoch": self.epoch,  # deprecated alias of "term"
             "grace_period_s": self.grace_period_s,
             "checkpoint_dir": self.checkpoint_dir,
             "jobs": [job.to_dict() for job in self.jobs],
@@ -197,7 +198,7 @@ class OrphanCollector:
             try:
                 self.collect(dry_run=False)
             except Exception:  # a bug must not end the thread and let orphans pile up
-                log.exception("orphan collection of epoch %d failed", term.epoch)
+                log.exception("orphan collection of term %d failed", term.epoch)
 
     def _report_undecodable(self, job_id: str, listed: ListedIds) -> JobOrphans | None:
         """Pointers the store lists but this replica cannot decode are kept like any other

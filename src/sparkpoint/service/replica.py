@@ -93,7 +93,7 @@ class Replica:
         )
         with self._lock:
             self._term = term
-        log.info("%s: leading with epoch %d; recovering jobs", self.instance_id, term.epoch)
+        log.info("%s: leading with term %d; recovering jobs", self.instance_id, term.epoch)
         self._wake.set()
 
     def leadership_revoked(self, leadership: Leadership, reason: str) -> None:
@@ -103,7 +103,7 @@ class Replica:
                 return
             self._term = None
         term.close(reason)
-        log.warning("%s: leadership of epoch %d lost: %s", self.instance_id, term.epoch, reason)
+        log.warning("%s: leadership of term %d lost: %s", self.instance_id, term.epoch, reason)
 
     # --- what the API asks ------------------------------------------------------------
 
@@ -131,13 +131,13 @@ class Replica:
                 return term
             why = "recovering its jobs" if not term.ready.is_set() else "suspended"
             raise NotLeaderError(
-                f"this replica leads epoch {term.epoch} but is {why}; retry shortly",
+                f"this replica leads term {term.epoch} but is {why}; retry shortly",
                 code="leader_not_ready",
             )
         leader = self.known_leader()
         if leader is not None and leader.get("address") and leader["address"] != self.address:
             raise NotLeaderError(
-                f"{leader['instance_id']} leads epoch {leader['epoch']}",
+                f"{leader['instance_id']} leads term {leader['term']}",
                 leader_address=str(leader["address"]),
             )
         raise NotLeaderError("no coordinator is leader at the moment; retry shortly")

@@ -98,7 +98,7 @@ class Term:
                     session.coordinator.stop(self.close_reason)
                     return
                 self._runs.adopt(session)
-            log.info("resumed job %s (epoch %d)", record.job_id, self.epoch)
+            log.info("resumed job %s (term %d)", record.job_id, self.epoch)
         self.ready.set()
         self.orphans.start()  # only now: the stores of every job have been read
 

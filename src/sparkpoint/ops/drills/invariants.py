@@ -49,7 +49,7 @@ def check_single_leader(samples: Sequence[LeaderSample]) -> Invariant:
             problems.append(f"t={s.at_s:.2f}s: {len(s.acting)} acting leaders {list(s.acting)}")
         if s.epoch is not None:
             if highest is not None and s.epoch < highest:
-                problems.append(f"t={s.at_s:.2f}s: epoch {s.epoch} after epoch {highest}")
+                problems.append(f"t={s.at_s:.2f}s: term {s.epoch} after term {highest}")
             highest = s.epoch if highest is None else max(highest, s.epoch)
     return _result(SINGLE_LEADER, problems, f"{len(samples)} samples")
 

@@ -91,7 +91,7 @@ def run_pause_leader(
         check_single_leader(obs.samples[first_sample:]),
         check_ids_rising([cid for cid, _ in obs.completions]),
         Invariant("taken_over_while_frozen", leader_at is not None and leader_at < thawed_at,
-                  f"new epoch {new_epoch} seen {leader_at and leader_at - frozen_at:.2f} s "
+                  f"new term {new_epoch} seen {leader_at and leader_at - frozen_at:.2f} s "
                   "after the freeze" if leader_at is not None else "no new leader"),
         Invariant("zombie_never_acted", not zombie_acted,
                   f"acting at {zombie_acted[:5]}" if zombie_acted

@@ -38,7 +38,9 @@ class IterationResult:
             "action": self.action,
             "time_to_leader_s": _round(self.time_to_leader_s),
             "time_to_checkpoint_s": _round(self.time_to_checkpoint_s),
-            "old_epoch": self.old_epoch,
+            "old_term": self.old_epoch,
+            "new_term": self.new_epoch,
+            "old_epoch": self.old_epoch,  # deprecated aliases of old_term/new_term
             "new_epoch": self.new_epoch,
             "new_leader": self.new_leader,
             "invariants": [i.to_dict() for i in self.invariants],
@@ -131,7 +133,7 @@ class DrillReport:
         from rich.table import Table
 
         table = Table(title=f"sparkpoint drill {self.drill}")
-        for column in ("#", "action", "to new leader", "to 1st checkpoint", "epoch", "invariants"):
+        for column in ("#", "action", "to new leader", "to 1st checkpoint", "term", "invariants"):
             table.add_column(column)
         for r in self.iterations:
             table.add_row(

@@ -86,6 +86,7 @@ def register_job(body: RegisterRequest, request: Request) -> RegisterReply:
     )
     return RegisterReply(
         job_id=graph.job_id,
+        leader_term=term.epoch,
         leader_epoch=term.epoch,
         status=registration.session.job_status().value,
         notification_seq=registration.notification_seq,
@@ -112,6 +113,7 @@ def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str
         term.await_rounds(2, timeout_s=0.2)
         beat = term.runs.heartbeat(job_id, body.run_id, body.after_seq)
     return {
+        "leader_term": term.epoch,
         "leader_epoch": term.epoch,
         "job_status": beat.job_status.value,
         "notifications": [n.to_dict() for n in beat.notices],

@@ -56,7 +56,11 @@ class RegisterRequest(BaseModel):
 
 class RegisterReply(BaseModel):
     job_id: str
-    leader_epoch: int
+    leader_term: int = Field(description="The leader's term (fencing number).")
+    leader_epoch: int = Field(
+        description="Deprecated alias of leader_term, removed in the next release.",
+        deprecated=True,
+    )
     status: str
     notification_seq: int = Field(
         0, description="The job's last notification seq: a new driver run heartbeats after it."
@@ -106,7 +110,11 @@ class NotificationModel(BaseModel):
 
 
 class HeartbeatReply(BaseModel):
-    leader_epoch: int
+    leader_term: int = Field(description="The leader's term (fencing number).")
+    leader_epoch: int = Field(
+        description="Deprecated alias of leader_term, removed in the next release.",
+        deprecated=True,
+    )
     job_status: str
     notifications: list[NotificationModel]
     role: Literal["active", "standby"] = Field(

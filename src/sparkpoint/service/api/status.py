@@ -38,7 +38,8 @@ def leader(request: Request) -> dict[str, Any]:
             "instance_id": replica.instance_id,
             "state": replica.state(),
             "address": replica.address,
-            "epoch": term.epoch if term is not None else None,
+            "term": term.epoch if term is not None else None,
+            "epoch": term.epoch if term is not None else None,  # deprecated alias of "term"
             "ready": replica.is_ready(),
         },
     }

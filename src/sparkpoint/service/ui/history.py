@@ -76,10 +76,12 @@ class LeadershipHistory:
             {
                 "observed_ms": now,
                 "leader": new.instance_id,
-                "epoch": new.epoch,
+                "term": new.epoch,
+                "epoch": new.epoch,  # deprecated alias of "term"
                 "since_ms": new.since_ms,
                 "previous_leader": old.instance_id if old else None,
-                "previous_epoch": old.epoch if old else None,
+                "previous_term": old.epoch if old else None,
+                "previous_epoch": old.epoch if old else None,  # deprecated alias
                 "previous_last_renewal_ms": last_renewal_ms,
                 "leaderless_ms": took,
                 "how": how,

@@ -43,7 +43,8 @@ def own_view(replica: Replica) -> dict[str, Any]:
         "zookeeper": zookeeper,
         "session": session,
         "ready": replica.is_ready(),
-        "epoch": term.epoch if term is not None else None,
+        "term": term.epoch if term is not None else None,
+        "epoch": term.epoch if term is not None else None,  # deprecated alias of "term"
         "lease_remaining_s": lease,
     }
 

@@ -15,12 +15,12 @@ export async function refresh(main, _params, _state) {
       <div class="card stat" id="leader-card">
         <div class="label">Leader</div>
         <div class="value" id="leader-id">${leader ? leader.instance_id : "none"}</div>
-        <div class="sub">${leader ? leader.address : "no replica holds the current epoch"}</div>
+        <div class="sub">${leader ? leader.address : "no replica holds the current term"}</div>
       </div>
       <div class="card stat">
-        <div class="label">Epoch</div>
-        <div class="value" id="leader-epoch">${leader ? leader.epoch : "—"}</div>
-        <div class="sub">fencing token (leader/epoch version)</div>
+        <div class="label">Term</div>
+        <div class="value" id="leader-term">${leader ? leader.term : "—"}</div>
+        <div class="sub">fencing number (version of the leader/epoch znode)</div>
       </div>
       <div class="card stat">
         <div class="label">Lease age</div>
@@ -43,7 +43,7 @@ export async function refresh(main, _params, _state) {
       <h2>Replicas</h2>
       <table class="grid" id="replicas">
         <thead><tr><th>Instance</th><th>Address</th><th>Role</th><th>ZooKeeper</th>
-          <th>Ready</th><th>Epoch</th><th>Lease left</th></tr></thead>
+          <th>Ready</th><th>Term</th><th>Lease left</th></tr></thead>
         <tbody>${c.replicas.map(
           (r) => html`<tr class="${r.instance_id === leader?.instance_id ? "is-leader" : ""}">
             <td><b>${r.instance_id}</b>${
@@ -58,7 +58,7 @@ export async function refresh(main, _params, _state) {
             }</td>
             <td><span class="zk ${r.zookeeper}">${r.zookeeper}</span></td>
             <td>${r.answered ? (r.ready ? "yes" : "no") : "—"}</td>
-            <td>${r.epoch ?? "—"}</td>
+            <td>${r.term ?? "—"}</td>
             <td>${r.lease_remaining_s == null ? "—" : duration(r.lease_remaining_s * 1000)}</td>
           </tr>`,
         )}</tbody>
@@ -71,14 +71,14 @@ export async function refresh(main, _params, _state) {
         c.changes.length === 0
           ? html`<p class="muted">No leadership change observed yet.</p>`
           : html`<table class="grid" id="failovers">
-        <thead><tr><th>New leader since</th><th>Epoch</th><th>New leader</th><th>Previous</th>
+        <thead><tr><th>New leader since</th><th>Term</th><th>New leader</th><th>Previous</th>
           <th>How</th><th class="num">No leader for</th></tr></thead>
         <tbody>${c.changes.map(
           (x) => html`<tr>
             <td>${dateTime(x.since_ms)}</td>
-            <td>${x.epoch}</td>
+            <td>${x.term}</td>
             <td><b>${x.leader}</b></td>
-            <td>${x.previous_leader ? `${x.previous_leader} (epoch ${x.previous_epoch})` : "—"}</td>
+            <td>${x.previous_leader ? `${x.previous_leader} (term ${x.previous_term})` : "—"}</td>
             <td>${x.how}</td>
             <td class="num">${x.leaderless_ms == null ? "—" : html`<b>${duration(x.leaderless_ms)}</b>`}</td>
           </tr>`,
