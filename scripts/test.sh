@@ -7,6 +7,7 @@ install_promtool
 install_connector_servers
 install_chromium
 install_podman
+.venv/bin/sparkpoint jvm fetch kafka  # Kafka's jars (Maven Central, once) for the Kafka tests
 # The images the chart-in-containers test runs; rebuilt only when their inputs change.
 scripts/build-image.sh --zookeeper
 .venv/bin/ruff check src tests bench
