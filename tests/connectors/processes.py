@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sparkpoint.ops.kafka import LocalKafka
 from sparkpoint.ops.local_servers import PostgresServer, RabbitMQServer
 from tests.pipeline.processes import DriverProcess
 
@@ -30,6 +31,31 @@ def start_orders_driver(
         "--checkpoint-dir", str(work / "ckpt"),
         "--parallelism", "2",
         "--batch-size", "60",
+        "--interval-ms", "300",
+        "--progress", str(progress),
+        *extra,
+    ]  # fmt: skip
+    with log.open("wb") as f:
+        proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    return DriverProcess(proc, progress, log)
+
+
+def start_kafka_orders_driver(
+    work: Path, kafka: LocalKafka, job_id: str, source: str, out: str, *extra: str
+) -> DriverProcess:
+    """The Kafka variant of the orders job (``run_orders --bootstrap``)."""
+    work.mkdir(parents=True, exist_ok=True)
+    n = len(list(work.glob("driver-*.log")))
+    progress, log = work / f"progress-{n}.jsonl", work / f"driver-{n}.log"
+    args = [
+        sys.executable, "-m", "sparkpoint.pipeline.examples.run_orders",
+        "--job-id", job_id,
+        "--bootstrap", kafka.bootstrap,
+        "--input-topic", source,
+        "--output-topic", out,
+        "--checkpoint-dir", str(work / "ckpt"),
+        "--parallelism", "2",
+        "--batch-size", "30",
         "--interval-ms", "300",
         "--progress", str(progress),
         *extra,

@@ -8,14 +8,14 @@ Instead (docs/kafka.md):
    into the open batch. At the snapshot of checkpoint N the batch becomes *staged* batch N
    and is written into the checkpoint as the sink's operator state.
 2. When N completes, every staged batch ≤ N is produced, in order, each in ONE Kafka
-   transaction that also commits the offset N for partition 0 of the output topic in the
-   consumer group named after the transactional id (``send_offsets_to_transaction``): the
-   records and the record "batch N is in" become visible together, or not at all.
+   transaction that also writes the record ``N`` to the sink's commit log (the topic
+   ``<topic>.sparkpoint-commits``, one partition): the records and the record "batch N is
+   in" become visible together, or not at all.
 3. A restarted run (cold restart, standby, rescale) calls ``init_transactions`` with the
    same transactional id (``sparkpoint-<job>-<operator>``): Kafka fences the old producer
    and finishes its last transaction — commits it if its commit had been requested,
-   aborts it otherwise. The run then reads the group's offset M (the newest batch that
-   is in) and produces the restored checkpoint's staged batches above M; those ≤ M are
+   aborts it otherwise. The run then reads the commit log's newest record M (the newest
+   batch that is in) and produces the restored checkpoint's staged batches above M; those ≤ M are
    skipped. So each batch is in the output exactly once, and a ``read_committed``
    consumer sees it only after its checkpoint completed.
 
@@ -40,6 +40,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from sparkpoint.pipeline.kafka_admin import create_topics
 from sparkpoint.pipeline.two_phase import CollectingWriter, EpochOutput
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,6 @@ class KafkaSink:
         self.timeout_s = timeout_s
         self.retry_s = retry_s
         self.transactional_id = ""
-        self._marker_consumer: Consumer | None = None
         self._producer: Producer | None = None
         self._open: list[Record] = []
         self._staged: dict[int, list[Record]] = {}
@@ -110,6 +110,11 @@ class KafkaSink:
             )
 
     # -- the driver's protocol (see pipeline/sink.py) ----------------------------------
+
+    @property
+    def commit_log(self) -> str:
+        """The topic whose records say which batches are in (one per checkpoint)."""
+        return f"{self.topic}.sparkpoint-commits"
 
     def bind(self, job_id: str, operator_uid: str) -> None:
         self.transactional_id = f"sparkpoint-{job_id}-{operator_uid}"
@@ -199,12 +204,11 @@ class KafkaSink:
         self.committed_records += len(records)
 
     def _mark(self, producer: Producer, checkpoint_id: int) -> None:
-        """Record, in the transaction, that batch ``checkpoint_id`` is in."""
-        producer.send_offsets_to_transaction(
-            [TopicPartition(self.topic, 0, checkpoint_id)],
-            self._marker_group().consumer_group_metadata(),
-            self.timeout_s,
-        )
+        """Record, in the transaction, that batch ``checkpoint_id`` is in. (A record, not
+        ``send_offsets_to_transaction``: librdkafka's may block past its timeout while
+        the group coordinator is away, e.g. during a broker restart.)"""
+        self._send(producer, self.transactional_id.encode(), str(checkpoint_id).encode(),
+                   self.commit_log)  # fmt: skip
 
     @staticmethod
     def _retrying(deadline: float, action: Callable[[], None]) -> None:
@@ -218,10 +222,12 @@ class KafkaSink:
                     raise
                 log.warning("Kafka: %s; retrying", exc.args[0].str())
 
-    def _send(self, producer: Producer, key: bytes | None, value: bytes) -> None:
+    def _send(
+        self, producer: Producer, key: bytes | None, value: bytes, topic: str | None = None
+    ) -> None:
         while True:
             try:
-                producer.produce(self.topic, value=value, key=key)
+                producer.produce(topic or self.topic, value=value, key=key)
                 return
             except BufferError:
                 producer.poll(0.1)  # the local queue is full: let it drain
@@ -274,24 +280,42 @@ class KafkaSink:
             self._producer = producer
         return self._producer
 
-    def _marker_group(self) -> Consumer:
-        if self._marker_consumer is None:
-            self._marker_consumer = Consumer(
-                {**self.client_config, "bootstrap.servers": self.bootstrap,
-                 "group.id": self.transactional_id, "enable.auto.commit": False,
-                 "isolation.level": "read_committed"}
-            )  # fmt: skip
-        return self._marker_consumer
-
     def close(self) -> None:
         """Release the clients (an open batch is not produced: its checkpoint never came)."""
         if self._producer is not None:
             self._producer.flush(self.timeout_s)
             self._producer = None
-        if self._marker_consumer is not None:
-            self._marker_consumer.close()
-            self._marker_consumer = None
 
     def _read_marker(self) -> int | None:
-        (tp,) = self._marker_group().committed([TopicPartition(self.topic, 0)], self.timeout_s)
-        return tp.offset if tp.offset >= 0 else None
+        """The newest checkpoint id in the commit log (read_committed), or None."""
+        create_topics(self.bootstrap, {self.commit_log: 1})
+        consumer = Consumer(
+            {**self.client_config, "bootstrap.servers": self.bootstrap,
+             "group.id": self.transactional_id, "enable.auto.commit": False,
+             "isolation.level": "read_committed"}
+        )  # fmt: skip
+        try:
+            tp = TopicPartition(self.commit_log, 0)
+            low, end = consumer.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)
+            window = 64  # each transaction adds its record and a marker; aborts add more
+            while True:
+                start = max(low, end - window)
+                newest = self._newest_in(consumer, start, end)
+                if newest is not None or start == low:
+                    return newest
+                window *= 4
+        finally:
+            consumer.close()
+
+    def _newest_in(self, consumer: Consumer, start: int, end: int) -> int | None:
+        tp = TopicPartition(self.commit_log, 0)
+        consumer.assign([TopicPartition(self.commit_log, 0, start)])
+        newest: int | None = None
+        deadline = time.monotonic() + self.timeout_s
+        while start < end and consumer.position([tp])[0].offset < end:
+            if time.monotonic() > deadline:
+                raise KafkaSinkError(f"sink {self.transactional_id}: {self.commit_log} unreadable")
+            for m in consumer.consume(1000, timeout=0.5):
+                if m.error() is None and m.key() == self.transactional_id.encode():
+                    newest = max(newest or 0, int(m.value()))
+        return newest

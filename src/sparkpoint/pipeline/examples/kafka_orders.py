@@ -19,8 +19,11 @@ from typing import Any
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.examples.orders import CountPerKey, Verification, check_rows, key_of
 from sparkpoint.pipeline.examples.orders import message as order_message
+from sparkpoint.pipeline.kafka_admin import create_topics
 from sparkpoint.pipeline.kafka_sink import KafkaSink
 from sparkpoint.pipeline.sources.kafka import KafkaSource
+
+__all__ = ["create_topics", "kafka_orders_pipeline", "publish", "read_committed", "verify"]
 
 
 def kafka_orders_pipeline(
@@ -51,31 +54,6 @@ def kafka_orders_pipeline(
         .process(CountPerKey())
         .sink(sink)
     )
-
-
-def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
-    """Create the topics (name → partitions) unless they exist; wait until they serve."""
-    from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(t, n) for t, n in partitions.items()])
-    for future in futures.values():
-        try:
-            future.result(60)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        topics = admin.list_topics(timeout=10).topics
-        if all(
-            t in topics and len(topics[t].partitions) >= n and topics[t].error is None
-            for t, n in partitions.items()
-        ):
-            return
-        time.sleep(0.1)  # topic metadata is propagating
-    raise TimeoutError(f"topics {sorted(partitions)} not ready in 60 s")
 
 
 def publish(bootstrap: str, topic: str, first: int, count: int, keys: int) -> list[str]:
