@@ -44,6 +44,7 @@ from sparkpoint.ops.drills.invariants import (
     check_retained_kept,
     check_single_leader,
 )
+from sparkpoint.ops.drills.kafka_broker import KAFKA_BROKER_RESTART, kafka_broker_fault
 from sparkpoint.ops.drills.kill_leader import first_after, steady
 from sparkpoint.ops.drills.observer import ClusterObserver, Observation
 from sparkpoint.ops.drills.report import DrillReport, IterationResult
@@ -80,7 +81,7 @@ class ChaosOptions:
 
 def plan_faults(seed: int, iterations: int, faults: tuple[str, ...] = FAULTS) -> list[str]:
     """The faults of a run, in order: a function of the seed only."""
-    unknown = sorted(set(faults) - set(FAULTS))
+    unknown = sorted(set(faults) - {*FAULTS, KAFKA_BROKER_RESTART})
     if unknown or not faults:
         raise ValueError(f"unknown faults {unknown} (known: {', '.join(FAULTS)})")
     rng = random.Random(seed)
@@ -122,6 +123,8 @@ def run_chaos(
         notices_before = len(target.workload.notices())
         if fault in LEADER_FAULTS:
             result = _leader_fault(target, observer, options, n, fault, before)
+        elif fault == KAFKA_BROKER_RESTART:  # offered when the job reads Kafka
+            result = kafka_broker_fault(target, observer, options.deadline_s, n, before, rng)
         elif fault == "zookeeper-server-kill":
             result = _server_fault(target, observer, options, n, before, rng.randint(1, 3))
         else:
