@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +13,7 @@ from sparkpoint.pipeline.examples import kafka_orders
 from sparkpoint.pipeline.examples.orders import Verification
 from sparkpoint.pipeline.kafka_sink import KafkaSink
 from sparkpoint.pipeline.sources.kafka import KafkaSource
-from tests.support.waiting import wait_until
+from tests.connectors.support import run_until
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,19 +73,6 @@ def close(driver: PipelineDriver) -> None:
         source.close()
     if isinstance(sink, KafkaSink):
         sink.close()
-
-
-def run_until(
-    driver: PipelineDriver, condition: Callable[[], bool], message: str, timeout: float = 240
-) -> None:
-    """Run epochs (or heartbeat when there is nothing to run) until ``condition()``."""
-
-    def step() -> bool:
-        if not driver.run_epoch():
-            driver.poll()
-        return condition()
-
-    wait_until(step, timeout=timeout, message=message, interval=0.05)
 
 
 def run_until_output(driver: PipelineDriver, kafka: LocalKafka, out: str, count: int) -> None:
