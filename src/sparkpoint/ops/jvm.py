@@ -70,7 +70,11 @@ ARTIFACT_SETS: dict[str, ArtifactSet] = {
         ArtifactSet(
             name="kafka",
             purpose="a real Kafka broker in KRaft mode, from Kafka's own main classes",
-            artifacts=(f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",),
+            artifacts=(
+                f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
+                # Kafka logs through slf4j 1.x; its distribution binds it to log4j 2 so.
+                "org.apache.logging.log4j:log4j-slf4j-impl:2.25.4",
+            ),
             home_env="SPARKPOINT_KAFKA_HOME",
             home_jar_globs=("libs/*.jar",),
         ),

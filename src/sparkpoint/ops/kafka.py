@@ -31,18 +31,14 @@ from sparkpoint.ops.local_servers import free_port
 STATE_FILE = "launcher.json"
 _SERVER_MAIN = "kafka.Kafka"
 _STORAGE_MAIN = "kafka.tools.StorageTool"
-_LOG4J2 = """Configuration:
-  Appenders:
-    File:
-      name: file
-      fileName: "${sys:kafka.logs.dir}/server.log"
-      PatternLayout:
-        pattern: "%d{ISO8601} %-5p [%t] %c{1}: %m%n"
-  Loggers:
-    Root:
-      level: INFO
-      AppenderRef:
-        - ref: file
+_LOG4J2 = """\
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
 """
 
 
@@ -236,7 +232,7 @@ class LocalKafka:
         }
         config = directory / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
-        (directory / "log4j2.yaml").write_text(_LOG4J2)
+        (directory / "log4j2.properties").write_text(_LOG4J2)
         if (directory / "data" / "meta.properties").exists():
             return  # formatted before: a restart keeps the data
         result = subprocess.run(
@@ -255,7 +251,7 @@ class LocalKafka:
         command = [
             _java(), f"-Xmx{self.heap_mb}m", "-Xss1m", "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",  # starts faster; a local broker needs no C2
-            f"-Dlog4j2.configurationFile={directory / 'log4j2.yaml'}",
+            f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={directory / 'logs'}",
             "-cp", jars, _SERVER_MAIN, str(directory / "server.properties"),
         ]  # fmt: skip
