@@ -4,6 +4,7 @@ once its checkpoint completed, poison records dead-lettered, the timeout check."
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -180,3 +181,43 @@ def _records(kafka: LocalKafka, topic: str) -> list[tuple[bytes, list[tuple[str,
         return got
     finally:
         consumer.close()
+
+
+def _read_all(source: KafkaSource) -> list[str]:
+    """Every record of the next epoch, read as the executors would (ids)."""
+    ranges = source.plan_epoch()
+    source.advance(ranges)
+    reader = source.reader()
+    return sorted(r["id"] for split in ranges for _, r in reader.read(split))
+
+
+def test_pattern_discovery_and_start_positions(kafka: LocalKafka) -> None:
+    _, first, _ = ks.fresh_topics(kafka, partitions=2)
+    stem = first.removeprefix("in-")
+    published = ks.publish(kafka, first, 0, 20)
+    pattern = KafkaSource(kafka.bootstrap, pattern=f"in-{stem}.*", discovery_interval_s=0)
+    latest = KafkaSource(kafka.bootstrap, topics=(first,), start="latest", name="latest")
+    assert _read_all(pattern) == sorted(published)
+    assert _read_all(latest) == []
+    ks.kafka_orders.create_topics(kafka.bootstrap, {f"in-{stem}-more": 1})
+    since_ms = int(time.time() * 1000)
+    later = ks.publish(kafka, f"in-{stem}-more", 20, 5) + ks.publish(kafka, first, 25, 5)
+    assert _read_all(pattern) == sorted(later)  # the new topic, read from its start
+    assert _read_all(latest) == sorted(later[5:])
+    timed = KafkaSource(kafka.bootstrap, pattern=f"in-{stem}.*", start=since_ms, name="timed")
+    assert _read_all(timed) == sorted(later)
+    # The group's offsets, committed when a checkpoint completed, start a fresh job there.
+    pattern.snapshot_state(1)
+    pattern.notify_checkpoint_complete(1)
+    group = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": pattern.group_id})
+    wait_until(
+        lambda: group.committed([TopicPartition(first, 0)], timeout=10)[0].offset > 0,
+        timeout=60,
+        message="the group's offsets committed",
+    )
+    group.close()
+    resumed = KafkaSource(kafka.bootstrap, pattern=f"in-{stem}.*", start="group",
+                          group_id=pattern.group_id)  # fmt: skip
+    assert resumed.plan_epoch() == []
+    for source in (pattern, latest, timed, resumed):
+        source.close()
