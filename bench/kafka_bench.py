@@ -259,7 +259,7 @@ def spark_side(kafka: LocalKafka, topics: tuple[str, str], work: Path, interval:
 
 
 def print_results(results: list[Result], args: argparse.Namespace) -> None:
-    anchor = results[0]
+    anchor = next((r for r in results if r.system == "sparkpoint"), results[0])
     print(f"\nKafka → keyed running count → Kafka; {args.records:,} records up front, then "
           f"{args.rate:g} records/s; checkpoint / trigger every {args.interval:g} s")  # fmt: skip
     print(f"{'system':<12}{'records/s':>11}{'ratio':>8}{'output again after kill':>26}"

@@ -40,6 +40,7 @@ def main(bootstrap: str, source: str, out: str, checkpoint: str, trigger_s: str)
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need pandas, pyarrow
     jars = ",".join(str(j) for j in classpath("spark-kafka"))
     spark = (
         SparkSession.builder.master("local[2]")
@@ -68,7 +69,11 @@ def main(bootstrap: str, source: str, out: str, checkpoint: str, trigger_s: str)
         count_per_key, OUT, STATE, "append", GroupStateTimeout.NoTimeout
     )
     query = (
-        counted.select(F.to_json(F.array("id", "key", "seq", "amount")).alias("value"))
+        counted.select(
+            F.to_json(
+                F.array(*(F.col(c).cast("string") for c in ("id", "key", "seq", "amount")))
+            ).alias("value")
+        )
         .writeStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", out)
