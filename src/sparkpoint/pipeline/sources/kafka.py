@@ -152,6 +152,9 @@ def _cached_consumer(bootstrap: str, config: tuple[tuple[str, Any], ...]) -> Con
                 "enable.auto.offset.store": False,
                 "isolation.level": "read_committed",
                 "enable.partition.eof": False,
+                # A range ends at or below the stable offset: never park a fetch at the
+                # log's end waiting for more (it delays the next range's first fetch).
+                "fetch.wait.max.ms": 10,
             }
         )
     return _CONSUMERS[key]
