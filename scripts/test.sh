@@ -7,7 +7,7 @@ install_promtool
 install_connector_servers
 install_chromium
 install_podman
-fetch_jvm hadoop  # the suite's real HDFS: Hadoop's jars, fetched once
+fetch_jvm hadoop kafka  # real HDFS and Kafka from their own jars (Maven Central, fetched once)
 # The images the chart-in-containers test runs; rebuilt only when their inputs change.
 scripts/build-image.sh --zookeeper
 .venv/bin/ruff check src tests bench

@@ -1,5 +1,5 @@
-"""A real RabbitMQ broker and a real PostgreSQL server per test module (each takes a few
-seconds to start), and the shared SparkSession of the pipeline tests."""
+"""A real RabbitMQ broker, a real PostgreSQL server and a real Kafka (KRaft) per test module
+(each takes a few seconds to start), and the shared SparkSession of the pipeline tests."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkpoint.ops.kafka import LocalKafka
 from sparkpoint.ops.local_servers import PostgresServer, RabbitMQServer
 from tests.pipeline.conftest import spark
 
@@ -31,3 +32,10 @@ def postgres() -> Iterator[PostgresServer]:
     yield server
     server.close()
     shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
+    cluster = LocalKafka(tmp_path_factory.mktemp("kafka")).start()
+    yield cluster
+    cluster.stop()

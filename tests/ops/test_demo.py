@@ -52,7 +52,15 @@ def test_demo_checkpoints_through_a_leader_kill_and_commits_output(tmp_path: Pat
 
 
 @pytest.mark.parametrize(
-    "options", [["--source", "rabbitmq"], ["--sink", "postgres"]], ids=["source", "sink"]
+    "options",
+    [
+        ["--source", "rabbitmq"],
+        ["--sink", "postgres"],
+        ["--source", "kafka"],
+        ["--sink", "kafka"],
+        ["--source", "kafka", "--sink", "postgres"],
+    ],
+    ids=["source", "sink", "kafka-source", "kafka-sink", "mixed"],
 )
 def test_demo_refuses_half_a_connector_pair(tmp_path: Path, options: list[str]) -> None:
     command = [sys.executable, "-m", "sparkpoint", "demo", "--dir", str(tmp_path), *options]

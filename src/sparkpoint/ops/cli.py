@@ -25,6 +25,7 @@ def _register_commands() -> None:
     from sparkpoint.ops.cli_hdfs import hdfs_group
     from sparkpoint.ops.cli_housekeeping import cancel_command, gc_command
     from sparkpoint.ops.cli_jvm import jvm_group
+    from sparkpoint.ops.cli_kafka import kafka_group
     from sparkpoint.ops.cli_metadata import metadata_group
     from sparkpoint.ops.cli_restore import restore
     from sparkpoint.ops.cli_service import coordinator_group
@@ -39,6 +40,7 @@ def _register_commands() -> None:
     main.add_command(zookeeper_group)
     main.add_command(hdfs_group)
     main.add_command(jvm_group)
+    main.add_command(kafka_group)
     main.add_command(coordinator_group)
     checkpoints_group.add_command(gc_command)
     jobs_group.add_command(cancel_command)

@@ -105,14 +105,16 @@ def _log_event(console: Console, event: dict[str, Any]) -> None:
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="Where output, checkpoints and logs go (default: a new temporary "
                    "directory).")  # fmt: skip
-@click.option("--source", type=click.Choice(["generator", "rabbitmq"]), default="generator",
-              show_default=True,
+@click.option("--source", type=click.Choice(["generator", "rabbitmq", "kafka"]),
+              default="generator", show_default=True,
               help="generator: click events; rabbitmq: a local broker and a publisher "
-                   "(needs --sink postgres).")  # fmt: skip
-@click.option("--sink", type=click.Choice(["files", "postgres"]), default="files",
+                   "(needs --sink postgres); kafka: a local Kafka and a producer (needs "
+                   "--sink kafka).")  # fmt: skip
+@click.option("--sink", type=click.Choice(["files", "postgres", "kafka"]), default="files",
               show_default=True,
               help="files: transactional files; postgres: a local PostgreSQL, two-phase "
-                   "commit, an exactly-once check at the end (exit 1 if it fails).")  # fmt: skip
+                   "commit; kafka: an output topic, transactions at checkpoint completion. "
+                   "Both with an exactly-once check at the end (exit 1 if it fails).")  # fmt: skip
 @click.option("--storage", type=click.Choice(["local", "hdfs"]), default="local",
               show_default=True,
               help="Where checkpoints go: the local disk, or a real HDFS (the one of "
@@ -233,14 +235,17 @@ def _log_addresses(console: Console, event: dict[str, Any]) -> None:
 
 
 def _check_connectors(source: str, sink: str) -> None:
-    if (source == "rabbitmq") != (sink == "postgres"):
+    pairs = {"rabbitmq": "postgres", "kafka": "kafka"}
+    if pairs.get(source) != (sink if sink in pairs.values() else None):
         raise click.UsageError(
             f"--source {source} --sink {sink}: the connectors go together, use "
-            "--source rabbitmq --sink postgres (or neither)"
+            "--source rabbitmq --sink postgres, --source kafka --sink kafka (or neither)"
         )
 
 
 def _connector_event(event: dict[str, Any]) -> str:
+    if event["event"] == "connectors" and "kafka" in event:
+        return f"Kafka at {event['kafka']}"
     if event["event"] == "connectors":
         return f"RabbitMQ at {event['rabbitmq']}, PostgreSQL at {event['postgres']}"
     return f"publisher stopped after {event['published']:,} messages; draining"

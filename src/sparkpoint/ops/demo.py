@@ -26,6 +26,7 @@ from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_leader
 from sparkpoint.ops.demo_addresses import addresses_event
 from sparkpoint.ops.demo_connectors import QueueDemo
+from sparkpoint.ops.demo_kafka import KafkaDemo
 from sparkpoint.ops.drills.kill_driver import standby_ready
 from sparkpoint.ops.zookeeper import LocalZooKeeper, free_port
 
@@ -51,7 +52,7 @@ class DemoOptions:
     #: Kill -9 the active driver (with its JVM) every so often (needs ``standby_driver``).
     kill_driver_every_s: float | None = None
     duration_s: float | None = None
-    source: str = "generator"  # or "rabbitmq" (with sink "postgres")
+    source: str = "generator"  # or "rabbitmq" (with sink "postgres"), "kafka" (sink "kafka")
     sink: str = "files"
     drain_timeout_s: float = 300.0
     #: A checkpoint directory URI (HDFS) instead of <directory>/checkpoints.
@@ -99,7 +100,7 @@ class Demo:
     leader: tuple[str, int] | None = None
     failovers: list[dict[str, Any]] = field(default_factory=list)
     driver_takeovers: list[dict[str, Any]] = field(default_factory=list)
-    queue: QueueDemo | None = None
+    queue: QueueDemo | KafkaDemo | None = None
     _driver_killed_at: float | None = None
     _next_driver_kill: float = float("inf")
     _active_started: bool = False
@@ -146,12 +147,12 @@ class Demo:
             self._start_replica(replica)
             self.replicas.append(replica)
         self._announce_addresses()
-        if opts.source == "rabbitmq":
-            self.queue = QueueDemo(opts.directory)
+        if opts.source in ("rabbitmq", "kafka"):
+            self.queue = (
+                KafkaDemo(opts.directory) if opts.source == "kafka" else QueueDemo(opts.directory)
+            )
             self.queue.start_servers()
-            assert self.queue.rabbitmq is not None and self.queue.postgres is not None
-            self.emit({"event": "connectors", "rabbitmq": self.queue.rabbitmq.url,
-                       "postgres": self.queue.postgres.conninfo})  # fmt: skip
+            self.emit({"event": "connectors", **self.queue.addresses()})
         self._start_pipeline()
         if self.queue is not None:
             self.queue.start_publisher()

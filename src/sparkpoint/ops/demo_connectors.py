@@ -47,6 +47,10 @@ class QueueDemo:
         self._pg_dir = Path(tempfile.mkdtemp(prefix="sparkpoint-demo-pg-"))
         self.postgres = PostgresServer(self._pg_dir).start()
 
+    def addresses(self) -> dict[str, str]:
+        assert self.rabbitmq is not None and self.postgres is not None
+        return {"rabbitmq": self.rabbitmq.url, "postgres": self.postgres.conninfo}
+
     def pipeline_args(self) -> list[str]:
         assert self.rabbitmq is not None and self.postgres is not None
         return [

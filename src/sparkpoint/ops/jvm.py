@@ -45,6 +45,9 @@ class ArtifactSet:
 
 
 HADOOP_VERSION = "3.4.2"
+KAFKA_VERSION = "4.3.1"  # KRaft only; runs on Java 17
+SPARK_KAFKA_VERSION = "4.2.0"  # the newest served; 4.3.0 is not on Maven Central here
+FLINK_KAFKA_CONNECTOR = "5.0.0-2.2"  # the newest connector of the Flink 2.x line
 
 ARTIFACT_SETS: dict[str, ArtifactSet] = {
     s.name: s
@@ -66,6 +69,32 @@ ARTIFACT_SETS: dict[str, ArtifactSet] = {
                 "share/hadoop/hdfs/*.jar",
                 "share/hadoop/hdfs/lib/*.jar",
             ),
+        ),
+        ArtifactSet(
+            name="kafka",
+            purpose="a real Kafka broker in KRaft mode, from Kafka's own main classes",
+            artifacts=(
+                f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
+                # Kafka logs through slf4j 1.x; its distribution binds it to log4j 2 so.
+                "org.apache.logging.log4j:log4j-slf4j-impl:2.25.4",
+            ),
+            home_env="SPARKPOINT_KAFKA_HOME",
+            home_jar_globs=("libs/*.jar",),
+        ),
+        ArtifactSet(
+            name="spark-kafka",
+            purpose="Spark Structured Streaming's Kafka connector, for the Kafka benchmark",
+            artifacts=(f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_KAFKA_VERSION}",),
+            home_env="SPARKPOINT_SPARK_KAFKA_HOME",
+            home_jar_globs=("*.jar",),
+        ),
+        ArtifactSet(
+            name="flink-kafka",
+            purpose="Flink's Kafka connector (KafkaSource, exactly-once KafkaSink), for the "
+            "Kafka benchmark",
+            artifacts=(f"org.apache.flink:flink-connector-kafka:{FLINK_KAFKA_CONNECTOR}",),
+            home_env="SPARKPOINT_FLINK_KAFKA_HOME",
+            home_jar_globs=("*.jar",),
         ),
     )
 }

@@ -50,11 +50,11 @@ from sparkpoint.ops.drills.invariants import (
 from sparkpoint.ops.drills.job_faults import (
     DRIVER_START_S,
     JOB_FAULTS,
+    REREGISTRATIONS,
     next_completion,
-    rescale_in_flight,
-    stop_and_register,
     wait_for_queued_deletions,
 )
+from sparkpoint.ops.drills.kafka_broker import KAFKA_BROKER_RESTART, kafka_broker_fault
 from sparkpoint.ops.drills.kill_leader import first_after, steady
 from sparkpoint.ops.drills.observer import ClusterObserver, Observation
 from sparkpoint.ops.drills.report import DrillReport, IterationResult
@@ -91,7 +91,7 @@ class ChaosOptions:
 
 def plan_faults(seed: int, iterations: int, faults: tuple[str, ...] = FAULTS) -> list[str]:
     """The faults of a run, in order: a function of the seed only."""
-    unknown = sorted(set(faults) - set(FAULTS))
+    unknown = sorted(set(faults) - {*FAULTS, KAFKA_BROKER_RESTART})
     if unknown or not faults:
         raise ValueError(f"unknown faults {unknown} (known: {', '.join(FAULTS)})")
     rng = random.Random(seed)
@@ -165,12 +165,12 @@ def _inject(
 ) -> IterationResult:
     if fault in LEADER_FAULTS:
         return _leader_fault(target, observer, options, n, fault, before)
+    if fault == KAFKA_BROKER_RESTART:  # offered when the job reads Kafka
+        return kafka_broker_fault(target, observer, options.deadline_s, n, before, rng)
     if fault == "zookeeper-server-kill":
         return _server_fault(target, observer, options, n, before, rng.randint(1, 3))
-    if fault == "stop-and-register":
-        return stop_and_register(target, observer, options.deadline_s, n, before)
-    if fault == "rescale-in-flight":
-        return rescale_in_flight(target, observer, options.deadline_s, n, before)
+    if fault in REREGISTRATIONS:
+        return REREGISTRATIONS[fault](target, observer, options.deadline_s, n, before)
     if fault == "slow-deletions":
         assert before.leader_instance is not None
         queued = wait_for_queued_deletions(target, before.leader_instance, options.deadline_s)

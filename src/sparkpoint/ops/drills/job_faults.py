@@ -182,3 +182,7 @@ def queued_deletions(address: str) -> float:
 def wait_for_queued_deletions(target: LocalCluster, leader: str, deadline_s: float) -> bool:
     address = target.replica(leader).address
     return _poll(lambda: queued_deletions(address) >= 1, deadline_s)
+
+
+#: The faults that register the job again, by name.
+REREGISTRATIONS = {"stop-and-register": stop_and_register, "rescale-in-flight": rescale_in_flight}

@@ -1,6 +1,7 @@
 """Run the orders example as a process: ``python -m sparkpoint.pipeline.examples.run_orders``.
 
-RabbitMQ → count per key → PostgreSQL, until SIGTERM (after the running epoch) or Ctrl-C.
+RabbitMQ → count per key → PostgreSQL (or, with ``--bootstrap``, Kafka → count per key →
+Kafka: ``kafka_orders.py``), until SIGTERM (after the running epoch) or Ctrl-C.
 Used by the process-level connector tests (kill the driver), the demo and the benchmark.
 Restores from the newest complete checkpoint under ``--checkpoint-dir`` (or through
 ``--coordinator``) and writes one JSON line of progress per epoch to ``--progress``.
@@ -19,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
 from sparkpoint.pipeline.examples.orders import orders_pipeline
 from sparkpoint.pipeline.examples.run_clicks import (
@@ -26,6 +28,7 @@ from sparkpoint.pipeline.examples.run_clicks import (
     check_channel_arguments,
     make_channel,
 )
+from sparkpoint.pipeline.kafka_sink import KafkaSink
 from sparkpoint.pipeline.session import spark_session
 from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
 
@@ -33,9 +36,12 @@ from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--job-id", default="orders")
-    p.add_argument("--amqp-url", required=True)
-    p.add_argument("--queue", required=True)
-    p.add_argument("--conninfo", required=True, help="libpq connection string")
+    p.add_argument("--amqp-url")
+    p.add_argument("--queue")
+    p.add_argument("--conninfo", help="libpq connection string")
+    p.add_argument("--bootstrap", help="Kafka bootstrap servers: the Kafka variant of the job")
+    p.add_argument("--input-topic", default="orders")
+    p.add_argument("--output-topic", default="orders-seen")
     p.add_argument("--checkpoint-dir", required=True)
     p.add_argument("--savepoint-dir")
     p.add_argument("--progress")
@@ -53,17 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     check_channel_arguments(parser(), args)
     progress = Path(args.progress) if args.progress else None
-    pipeline = orders_pipeline(
-        args.job_id,
-        args.amqp_url,
-        args.queue,
-        args.conninfo,
-        parallelism=args.parallelism,
-        prefetch=args.prefetch,
-        batch_size=args.batch_size,
-    )
-    source = pipeline.source_op
-    assert isinstance(source, RabbitMQSource)
+    pipeline = _pipeline(parser(), args)
+    source, sink = pipeline.source_op, pipeline.sink_op
 
     def report(status: DriverStatus, **extra: Any) -> None:
         if progress is None:
@@ -74,9 +71,15 @@ def main(argv: list[str] | None = None) -> int:
             "restored_from": status.restored_from,
             "last_completed": status.last_completed,
             "declined": len(status.declined),
-            "duplicates": source.duplicates,
-            "dead_lettered": source.dead_lettered,
-            "acknowledged": source.acknowledged,
+            **(
+                {
+                    "duplicates": source.duplicates,
+                    "dead_lettered": source.dead_lettered,
+                    "acknowledged": source.acknowledged,
+                }
+                if isinstance(source, RabbitMQSource)
+                else {}
+            ),
             "time": time.time(),
             "pid": os.getpid(),
             **extra,
@@ -112,9 +115,43 @@ def main(argv: list[str] | None = None) -> int:
         report(driver.status, event="interrupted")
     finally:
         driver.close()
-        source.close()
+        for end in (source, sink):
+            if hasattr(end, "close"):
+                end.close()
         spark.stop()
     return 0
+
+
+def _pipeline(p: argparse.ArgumentParser, args: argparse.Namespace) -> Pipeline:
+    if args.bootstrap:
+        from sparkpoint.pipeline.examples.kafka_orders import kafka_orders_pipeline
+
+        pipeline = kafka_orders_pipeline(
+            args.job_id,
+            args.bootstrap,
+            args.input_topic,
+            args.output_topic,
+            parallelism=args.parallelism,
+            max_records_per_partition=args.batch_size,
+        )
+        sink = pipeline.sink_op
+        assert isinstance(sink, KafkaSink)
+        from sparkpoint.coordinator import CheckpointingOptions
+
+        timeout_ms = CheckpointingOptions().timeout_ms  # the job sets only the interval
+        sink.require_timeout_covers(args.interval_ms / 1000, timeout_ms / 1000)
+        return pipeline
+    if not (args.amqp_url and args.queue and args.conninfo):
+        p.error("give --amqp-url, --queue and --conninfo (or --bootstrap for Kafka)")
+    return orders_pipeline(
+        args.job_id,
+        args.amqp_url,
+        args.queue,
+        args.conninfo,
+        parallelism=args.parallelism,
+        prefetch=args.prefetch,
+        batch_size=args.batch_size,
+    )
 
 
 if __name__ == "__main__":

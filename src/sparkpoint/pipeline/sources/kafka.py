@@ -1,0 +1,365 @@
+"""A Kafka source (Flink's ``FlinkKafkaConsumerBase``), with confluent-kafka (librdkafka).
+
+One split per topic partition, named ``<topic>:<partition>``. At each epoch's start the
+driver fixes, per partition, the range from the next offset to the partition's last
+stable offset (``read_committed``: no record of an open or aborted transaction is read),
+capped at ``max_records_per_partition``. The executors read exactly that range, so a
+recomputed partition re-reads the same records. Offsets are the operator state, one
+element per partition (SPLIT_DISTRIBUTE): a restore at another parallelism hands the
+partitions to the new subtasks as Flink does. When a checkpoint completes, its offsets are
+committed to the consumer group — for lag tools only; a restore never reads them (unless
+the job starts fresh with ``start="group"``).
+
+Topics are named (``topics``) or matched (``pattern``, a regular expression); every
+``discovery_interval_s`` the driver looks for new topics and partitions, and starts a new
+partition at its earliest offset (it was created after the job started: all of it is
+new). A record whose value ``deserialize`` cannot decode is produced to the dead-letter
+topic (with its origin in the headers) and counted, never dropped and never blocking.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from sparkpoint.pipeline.sources.base import EpochRange, OffsetSource
+
+log = logging.getLogger(__name__)
+
+#: Where ``start`` may begin a fresh job (or a timestamp in epoch milliseconds).
+EARLIEST, LATEST, GROUP = "earliest", "latest", "group"
+#: Headers of a dead-lettered record.
+ORIGIN_HEADER, REASON_HEADER = "x-sparkpoint-origin", "x-sparkpoint-reason"
+UNDECODABLE = "undecodable"
+
+
+def json_value(value: bytes | None) -> Any:
+    if value is None:
+        raise ValueError("a record without a value (a tombstone)")
+    return json.loads(value.decode("utf-8"))
+
+
+def split_name(topic: str, partition: int) -> str:
+    return f"{topic}:{partition}"
+
+
+def parse_split(split: str) -> tuple[str, int]:
+    topic, _, partition = split.rpartition(":")
+    return topic, int(partition)
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaReader:
+    """Executor side: reads one partition's fixed range (picklable; clients are cached
+    per worker process, so an epoch does not pay for a new connection)."""
+
+    bootstrap: str
+    source: str
+    deserialize: Callable[[bytes | None], Any]
+    dead_letter_topic: str
+    client_config: tuple[tuple[str, Any], ...] = ()
+    stall_timeout_s: float = 120.0
+
+    def read(self, split: EpochRange) -> Iterator[tuple[int, Any]]:
+        topic, partition = parse_split(split.split)
+        consumer = _cached_consumer(self.bootstrap, self.client_config)
+        tp = TopicPartition(topic, partition, split.start)
+        consumer.assign([tp])
+        position, dead = split.start, 0
+        last_progress = time.monotonic()
+        try:
+            while position < split.end:
+                messages = consumer.consume(min(10_000, split.end - position), timeout=1.0)
+                for message in messages:
+                    if message.error() is not None:
+                        if message.error().code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise KafkaException(message.error())
+                    offset = message.offset()
+                    if offset >= split.end:
+                        position = split.end
+                        break
+                    position = offset + 1
+                    try:
+                        record = self.deserialize(message.value())
+                    except Exception as exc:  # any failure to decode makes it a poison record
+                        self._dead_letter(message, exc)
+                        dead += 1
+                        continue
+                    yield offset, record
+                if position < split.end:
+                    # Control records (transaction markers) and aborted records are skipped
+                    # by the client without a message; its position tells how far it got.
+                    (now,) = consumer.position([TopicPartition(topic, partition)])
+                    position = max(position, now.offset)
+                if messages or position >= split.end:
+                    last_progress = time.monotonic()
+                elif time.monotonic() - last_progress > self.stall_timeout_s:
+                    raise TimeoutError(
+                        f"source {self.source}: {split.split} stuck at offset {position}, "
+                        f"range ends at {split.end}"
+                    )
+        finally:
+            consumer.unassign()
+        if dead:
+            _cached_producer(self.bootstrap, self.client_config).flush(60)
+            from sparkpoint.metrics import SOURCE_DEAD_LETTERED
+
+            SOURCE_DEAD_LETTERED.labels(source=self.source, reason=UNDECODABLE).inc(dead)
+
+    def _dead_letter(self, message: Any, exc: Exception) -> None:
+        origin = f"{message.topic()}:{message.partition()}:{message.offset()}"
+        log.warning(
+            "source %s: record %s undecodable (%s); dead-lettered", self.source, origin, exc
+        )
+        _cached_producer(self.bootstrap, self.client_config).produce(
+            self.dead_letter_topic,
+            value=message.value(),
+            key=message.key(),
+            headers=[(ORIGIN_HEADER, origin.encode()), (REASON_HEADER, str(exc).encode())],
+        )
+
+
+_CONSUMERS: dict[tuple[str, tuple[tuple[str, Any], ...]], Consumer] = {}
+_PRODUCERS: dict[tuple[str, tuple[tuple[str, Any], ...]], Producer] = {}
+
+
+def _cached_consumer(bootstrap: str, config: tuple[tuple[str, Any], ...]) -> Consumer:
+    key = (bootstrap, config)
+    if key not in _CONSUMERS:
+        _forget_other_clusters(bootstrap)
+        _CONSUMERS[key] = Consumer(
+            {
+                **dict(config),
+                "bootstrap.servers": bootstrap,
+                "group.id": "sparkpoint-reader",  # never joins, never commits: assign() only
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": False,
+                # A range ends at or below the stable offset: never park a fetch at the
+                # log's end waiting for more (it delays the next range's first fetch).
+                "fetch.wait.max.ms": 10,
+            }
+        )
+    return _CONSUMERS[key]
+
+
+def _forget_other_clusters(bootstrap: str) -> None:
+    """A worker that now reads another cluster closes the clients of the earlier ones
+    (a test's broker that is gone would otherwise be retried for good)."""
+    for key in [k for k in _CONSUMERS if k[0] != bootstrap]:
+        _CONSUMERS.pop(key).close()
+    for key in [k for k in _PRODUCERS if k[0] != bootstrap]:
+        _PRODUCERS.pop(key).flush(5)
+
+
+def _cached_producer(bootstrap: str, config: tuple[tuple[str, Any], ...]) -> Producer:
+    key = (bootstrap, config)
+    if key not in _PRODUCERS:
+        _PRODUCERS[key] = Producer(
+            {**dict(config), "bootstrap.servers": bootstrap, "enable.idempotence": True}
+        )
+    return _PRODUCERS[key]
+
+
+@dataclass
+class KafkaSource(OffsetSource):
+    """Driver side. ``topics`` or ``pattern`` (one of them); ``start``: ``"earliest"``,
+    ``"latest"``, ``"group"`` (the group's committed offsets, else earliest) or a
+    timestamp in epoch milliseconds — only for a fresh job, a restore continues from the
+    checkpoint. ``group_id`` is where completed offsets are committed (default
+    ``sparkpoint-<name>``). ``bounded``: stop at the offsets that were the end when the
+    job started (for tests and benchmarks). ``client_config``: extra librdkafka settings.
+    """
+
+    bootstrap: str
+    topics: Sequence[str] = ()
+    pattern: str | None = None
+    start: str | int = EARLIEST
+    group_id: str | None = None
+    deserialize: Callable[[bytes | None], Any] = json_value
+    dead_letter_topic: str | None = None
+    max_records_per_partition: int = 50_000
+    discovery_interval_s: float = 5.0
+    bounded: bool = False
+    name: str = "kafka"
+    client_config: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 30.0
+    _offsets: dict[str, int] = field(default_factory=dict, init=False)
+    _bounds: dict[str, int] | None = field(default=None, init=False)
+    _snapshots: dict[int, dict[str, int]] = field(default_factory=dict, init=False)
+    _discovered_at: float | None = field(default=None, init=False)
+    _restored: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if bool(self.topics) == bool(self.pattern):
+            raise ValueError("a Kafka source needs topics or a pattern (exactly one of them)")
+        if not (isinstance(self.start, int) or self.start in (EARLIEST, LATEST, GROUP)):
+            raise ValueError(
+                f"start={self.start!r}: use 'earliest', 'latest', 'group' or a timestamp (ms)"
+            )
+        if self.max_records_per_partition < 1:
+            raise ValueError("max_records_per_partition must be at least 1")
+        self._pattern = re.compile(self.pattern) if self.pattern else None
+        self.group_id = self.group_id or f"sparkpoint-{self.name}"
+        self.dead_letter_topic = self.dead_letter_topic or f"{self.name}.dlq"
+        base = {**self.client_config, "bootstrap.servers": self.bootstrap}
+        self._admin = AdminClient(base)
+        self._consumer = Consumer(
+            {**base, "group.id": self.group_id, "enable.auto.commit": False,
+             "isolation.level": "read_committed"}
+        )  # fmt: skip
+
+    # -- discovery ---------------------------------------------------------------------
+
+    def _matches(self, topic: str) -> bool:
+        if self._pattern is not None:
+            return bool(self._pattern.fullmatch(topic)) and not topic.startswith("__")
+        return topic in self.topics
+
+    def _discover(self) -> None:
+        metadata = self._admin.list_topics(timeout=self.timeout_s)
+        found = [
+            split_name(name, p)
+            for name, topic in metadata.topics.items()
+            if self._matches(name) and topic.error is None
+            for p in topic.partitions
+        ]
+        new = [s for s in found if s not in self._offsets]
+        fresh = self._discovered_at is None and not self._restored
+        if new:
+            starts = self._start_offsets(new, self.start if fresh else EARLIEST)
+            self._offsets.update(starts)
+            log.info("source %s: %d partitions added (%s)", self.name, len(new), ", ".join(new))
+        if self.bounded and self._bounds is None:
+            self._bounds = self._list_offsets(list(self._offsets), OffsetSpec.latest())
+        self._discovered_at = time.monotonic()
+
+    def _start_offsets(self, splits: list[str], start: str | int) -> dict[str, int]:
+        if isinstance(start, int):
+            return self._list_offsets(splits, OffsetSpec.for_timestamp(start), missing=LATEST)
+        if start == GROUP:
+            tps = [TopicPartition(*parse_split(s)) for s in splits]
+            committed = self._consumer.committed(tps, timeout=self.timeout_s)
+            known = {split_name(t.topic, t.partition): t.offset for t in committed if t.offset >= 0}
+            rest = [s for s in splits if s not in known]
+            return {**known, **self._list_offsets(rest, OffsetSpec.earliest())}
+        spec = OffsetSpec.earliest() if start == EARLIEST else OffsetSpec.latest()
+        return self._list_offsets(splits, spec)
+
+    def _list_offsets(
+        self, splits: list[str], spec: OffsetSpec, *, missing: str = EARLIEST
+    ) -> dict[str, int]:
+        if not splits:
+            return {}
+        request = {TopicPartition(*parse_split(s)): spec for s in splits}
+        futures = self._admin.list_offsets(
+            request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.timeout_s
+        )
+        out = {split_name(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+        unresolved = [s for s, o in out.items() if o < 0]  # no record at or after a timestamp
+        if unresolved:
+            out.update(self._start_offsets(unresolved, missing))
+        return out
+
+    # -- the Source protocol -----------------------------------------------------------
+
+    def restore(self, offsets: dict[str, int]) -> None:
+        self._offsets = {s: int(o) for s, o in offsets.items()}
+        self._restored = True
+
+    def plan_epoch(self) -> list[EpochRange]:
+        try:
+            return self._plan()
+        except KafkaException as exc:
+            # A broker restarting or a leader moving: no epoch now, the next call tries again.
+            log.warning("source %s: cannot plan an epoch now (%s)", self.name, exc)
+            return []
+
+    def _plan(self) -> list[EpochRange]:
+        due = self._discovered_at is None or (
+            not self.bounded and time.monotonic() - self._discovered_at >= self.discovery_interval_s
+        )
+        if due:
+            self._discover()
+        if not self._offsets:
+            return []
+        splits = sorted(self._offsets)
+        earliest = self._list_offsets(splits, OffsetSpec.earliest())
+        ends = self._bounds if self._bounds is not None else {}
+        stable = self._list_offsets(splits, OffsetSpec.latest())
+        ranges = []
+        for split in splits:
+            start = self._offsets[split]
+            if start < earliest[split]:
+                log.warning(
+                    "source %s: %s offsets %d..%d were deleted by retention; skipped",
+                    self.name, split, start, earliest[split],
+                )  # fmt: skip
+                start = self._offsets[split] = earliest[split]
+            end = min(stable[split], ends.get(split, stable[split]))
+            end = min(end, start + self.max_records_per_partition)
+            if end > start:
+                ranges.append(EpochRange(split, start, end))
+        return ranges
+
+    def advance(self, ranges: list[EpochRange]) -> None:
+        for r in ranges:
+            self._offsets[r.split] = r.end
+
+    def offsets(self) -> dict[str, int]:
+        return dict(self._offsets)
+
+    @property
+    def exhausted(self) -> bool:
+        if not self.bounded or self._bounds is None:
+            return False
+        return all(self._offsets.get(s, 0) >= end for s, end in self._bounds.items())
+
+    def reader(self) -> KafkaReader:
+        assert self.dead_letter_topic is not None
+        return KafkaReader(
+            self.bootstrap,
+            self.name,
+            self.deserialize,
+            self.dead_letter_topic,
+            tuple(sorted(self.client_config.items())),
+        )
+
+    # -- checkpoints -------------------------------------------------------------------
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        self._snapshots[checkpoint_id] = dict(self._offsets)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Commit the completed checkpoint's offsets to the group, for lag tools only."""
+        done = [c for c in self._snapshots if c <= checkpoint_id]
+        if not done:
+            return
+        offsets = self._snapshots[max(done)]
+        for c in done:
+            del self._snapshots[c]
+        tps = [TopicPartition(*parse_split(s), o) for s, o in sorted(offsets.items())]
+        try:
+            self._consumer.commit(offsets=tps, asynchronous=True)
+        except KafkaException as exc:  # lag tools see it at the next completion instead
+            log.warning("source %s: committing offsets to the group failed: %s", self.name, exc)
+
+    def close(self) -> None:
+        self._consumer.close()
