@@ -11,6 +11,18 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+#: Keep each subtask's tasks on the executor that holds its state (the cached state
+#: partition, or the on-disk backend's store): the record side of an epoch's union must
+#: not outvote the state side's location (reduce locality off), and a task waits for its
+#: state's executor or host rather than run elsewhere (a lost executor takes its cached blocks,
+#: and with them this preference, along).
+STATE_IN_PLACE = {
+    "spark.shuffle.reduceLocality.enabled": "false",
+    "spark.locality.wait.process": "10min",
+    "spark.locality.wait.node": "10min",
+}
+
+
 def spark_session(
     master: str = "local[2]", app_name: str = "sparkpoint", **conf: str
 ) -> SparkSession:
@@ -38,6 +50,8 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.pyspark.python", sys.executable)
     )
+    for key, value in STATE_IN_PLACE.items():
+        builder = builder.config(key, value)
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

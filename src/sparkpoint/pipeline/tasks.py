@@ -11,7 +11,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sparkpoint.checkpoint import KeyGroupsStateHandle, OperatorSubtaskState
 from sparkpoint.pipeline.functions import (
@@ -75,34 +75,59 @@ class EpochTask:
         entries, operator_state, records = _split_union(items)
         backend = KeyedStateBackend(entries)
         store = OperatorStateStore(operator_state)
-        fn = self.function
-        fn.initialize_state(InitializationContext(store, index, self.parallelism))
-        fn.open(RuntimeContext(backend, index, self.parallelism, self.epoch))
-        for kind, checkpoint_id in self.notices:
-            notify = (
-                fn.notify_checkpoint_complete
-                if kind == "complete"
-                else fn.notify_checkpoint_aborted
-            )
-            notify(checkpoint_id)
-        out: list[Any] = []
-        ctx = Context(out, index, self.epoch)
-        for _, key, value in records:
-            backend.set_current_key(key)
-            ctx.current_key = key
-            fn.process_element(key, value, ctx)
-        if self.snapshot_id is not None:
-            fn.snapshot_state(self.snapshot_id)
-        fn.close()
-
+        out = run_function(self, backend, store, index, records)
         for key, entry in backend.items():
             yield OUT_STATE, key, entry
-        snapshot = store.snapshot()
-        if snapshot:
-            yield OUT_STATE, Slot(index), snapshot
-        for value in out:
-            yield OUT_VALUE, None, value
-        yield OUT_COUNT, index, len(records)
+        yield from epoch_outputs(index, store, out, len(records))
+
+
+class EpochParameters(Protocol):
+    function: KeyedProcessFunction
+    epoch: int
+    parallelism: int
+    notices: tuple[tuple[str, int], ...]
+    snapshot_id: int | None
+
+
+def run_function(
+    task: EpochParameters,
+    backend: KeyedStateBackend,
+    store: OperatorStateStore,
+    index: int,
+    records: list[tuple[Any, Any, Any]],
+) -> list[Any]:
+    """One epoch of the keyed function over ``records`` (sorted), whatever holds the
+    state; returns its outputs."""
+    fn = task.function
+    fn.initialize_state(InitializationContext(store, index, task.parallelism))
+    fn.open(RuntimeContext(backend, index, task.parallelism, task.epoch))
+    for kind, checkpoint_id in task.notices:
+        notify = (
+            fn.notify_checkpoint_complete if kind == "complete" else fn.notify_checkpoint_aborted
+        )
+        notify(checkpoint_id)
+    out: list[Any] = []
+    ctx = Context(out, index, task.epoch)
+    for _, key, value in records:
+        backend.set_current_key(key)
+        ctx.current_key = key
+        fn.process_element(key, value, ctx)
+    if task.snapshot_id is not None:
+        fn.snapshot_state(task.snapshot_id)
+    fn.close()
+    return out
+
+
+def epoch_outputs(
+    index: int, store: OperatorStateStore, out: list[Any], processed: int
+) -> Iterator[tuple[int, Any, Any]]:
+    """An epoch's result elements after its keyed state: operator state, outputs, count."""
+    snapshot = store.snapshot()
+    if snapshot:
+        yield OUT_STATE, Slot(index), snapshot
+    for value in out:
+        yield OUT_VALUE, None, value
+    yield OUT_COUNT, index, processed
 
 
 def _split_union(
@@ -160,9 +185,10 @@ def _attempt() -> int:
 @dataclass(frozen=True, slots=True)
 class SnapshotTask:
     """Writes subtask ``index``'s state as ONE stream: keyed state in key-group order
-    (one offset per key group), then its operator state. Yields ``(index, state)`` or,
-    when the snapshot cannot be written, ``(index, reason)``: a failed snapshot declines
-    the checkpoint, it must not fail the job."""
+    (one offset per key group), then its operator state. Yields ``(index, state, None)``
+    or, when the snapshot cannot be written, ``(index, reason, None)``: a failed snapshot
+    declines the checkpoint, it must not fail the job. (The third item is the on-disk
+    backend's store token.)"""
 
     location: CheckpointLocation
     operator_uid: str
@@ -171,7 +197,7 @@ class SnapshotTask:
 
     def __call__(
         self, index: int, items: Iterable[tuple[Any, Any]]
-    ) -> Iterator[tuple[int, OperatorSubtaskState | str]]:
+    ) -> Iterator[tuple[int, OperatorSubtaskState | str, None]]:
         keyed, operator_state = [], {}
         for key, value in items:
             if isinstance(key, Slot):
@@ -181,34 +207,51 @@ class SnapshotTask:
                 group = key_group_for_key_bytes(key_bytes, self.max_parallelism)
                 keyed.append((group, key_bytes, pickle.dumps(value, protocol=5)))
         keyed.sort()
-        key_groups = key_group_range_for_subtask(self.max_parallelism, self.parallelism, index)
-        stream = None
-        try:
-            stream = self.location.state_output(self.operator_uid, index, _attempt())
-            writer = KeyedStateWriter(stream, key_groups, self.max_parallelism)
-            current = None
-            for group, key_bytes, value in keyed:
-                if group != current:
-                    writer.begin_key_group(group)
-                    current = group
-                writer.write_encoded(key_bytes, value)
-            offsets = writer.finish()
-            op_writer = OperatorStateWriter(stream, start_position=stream.tell())
-            for name, (mode, elements) in sorted(operator_state.items()):
-                op_writer.declare(name, mode)
-                for element in elements:
-                    op_writer.add(name, mode, encode_element(element))
-            handle = stream.close_and_get_handle()
-        except Exception as exc:  # any failure to write is this subtask's decline reason
-            if stream is not None:
-                stream.abort()
-            yield index, f"{type(exc).__name__}: {exc}"
-            return
-        state = OperatorSubtaskState(
-            keyed=(KeyGroupsStateHandle(key_groups, offsets, handle),),
-            operator=(op_writer.handle(handle),) if operator_state else (),
-        )
-        yield index, state
+        yield index, write_snapshot(self, index, keyed, operator_state), None
+
+
+class SnapshotParameters(Protocol):
+    location: CheckpointLocation
+    operator_uid: str
+    parallelism: int
+    max_parallelism: int
+
+
+def write_snapshot(
+    task: SnapshotParameters,
+    index: int,
+    keyed: Iterable[tuple[int, bytes, bytes]],
+    operator_state: dict[str, Any],
+) -> OperatorSubtaskState | str:
+    """Subtask ``index``'s snapshot as ONE stream: ``keyed`` entries (key group, key
+    bytes, value bytes, in key-group order) then its operator state. Returns its state,
+    or the reason it could not be written (which declines the checkpoint)."""
+    key_groups = key_group_range_for_subtask(task.max_parallelism, task.parallelism, index)
+    stream = None
+    try:
+        stream = task.location.state_output(task.operator_uid, index, _attempt())
+        writer = KeyedStateWriter(stream, key_groups, task.max_parallelism)
+        current = None
+        for group, key_bytes, value in keyed:
+            if group != current:
+                writer.begin_key_group(group)
+                current = group
+            writer.write_encoded(key_bytes, value)
+        offsets = writer.finish()
+        op_writer = OperatorStateWriter(stream, start_position=stream.tell())
+        for name, (mode, elements) in sorted(operator_state.items()):
+            op_writer.declare(name, mode)
+            for element in elements:
+                op_writer.add(name, mode, encode_element(element))
+        handle = stream.close_and_get_handle()
+    except Exception as exc:  # any failure to write is this subtask's decline reason
+        if stream is not None:
+            stream.abort()
+        return f"{type(exc).__name__}: {exc}"
+    return OperatorSubtaskState(
+        keyed=(KeyGroupsStateHandle(key_groups, offsets, handle),),
+        operator=(op_writer.handle(handle),) if operator_state else (),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,11 +271,16 @@ class LoadTask:
             subtask, max_parallelism=self.max_parallelism
         ):
             yield key, pickle.loads(value)
-        if subtask.operator:
-            modes = {n: i.mode for h in subtask.operator for n, i in h.states.items()}
-            elements = read_operator_state(subtask.operator)
-            restored = {
-                name: (mode, [decode_element(e) for e in elements.get(name, [])])
-                for name, mode in modes.items()
-            }
-            yield Slot(index), restored
+        yield from restored_operator_state(subtask)
+
+
+def restored_operator_state(subtask: SubtaskRestore) -> Iterator[tuple[Slot, Any]]:
+    """The ``Slot(index)`` element of a subtask's restored operator state, if any."""
+    if subtask.operator:
+        modes = {n: i.mode for h in subtask.operator for n, i in h.states.items()}
+        elements = read_operator_state(subtask.operator)
+        restored = {
+            name: (mode, [decode_element(e) for e in elements.get(name, [])])
+            for name, mode in modes.items()
+        }
+        yield Slot(subtask.index), restored
