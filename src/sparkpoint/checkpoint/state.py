@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from sparkpoint.checkpoint.errors import InvalidCheckpointValue
-from sparkpoint.checkpoint.handles import KeyGroupsStateHandle, OperatorStateHandle
+from sparkpoint.checkpoint.handles import KeyedStateHandle, OperatorStateHandle
 from sparkpoint.checkpoint.ids import validate_checkpoint_id, validate_job_id
 from sparkpoint.checkpoint.keygroups import validate_parallelism
 from sparkpoint.checkpoint.status import CheckpointKind
@@ -17,7 +17,7 @@ from sparkpoint.checkpoint.status import CheckpointKind
 class OperatorSubtaskState:
     """What one subtask of one operator acknowledged: its keyed and operator state."""
 
-    keyed: tuple[KeyGroupsStateHandle, ...] = ()
+    keyed: tuple[KeyedStateHandle, ...] = ()
     operator: tuple[OperatorStateHandle, ...] = ()
 
     def __post_init__(self) -> None:
