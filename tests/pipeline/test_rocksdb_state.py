@@ -1,11 +1,9 @@
 """The on-disk (RocksDB) state backend: its store's versions and undo, and exactly-once
 on real Spark — rescaled restores, a switch of backend, Python workers killed before and
-after an epoch's write batch (local-cluster), an executor JVM killed (local-cluster)."""
+after an epoch's write batch (local-cluster). An executor JVM killed: test_processes.py."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,9 +17,8 @@ from sparkpoint.pipeline.examples.clicks import expected_output
 from sparkpoint.pipeline.rocks_store import StoreMismatch, StoreToken, SubtaskStore, state_key
 from sparkpoint.pipeline.sink import TransactionalFileSink
 from sparkpoint.pipeline.state_backend import StateBackend, StoreSettings, state_backend
-from tests.support.waiting import wait_until
 
-from . import processes, rocks_faults, support
+from . import rocks_faults, support
 
 MANUAL = 3_600_000
 REPO = Path(__file__).resolve().parents[2]
@@ -142,21 +139,72 @@ def test_workers_killed_before_and_after_the_write_batch(tmp_path: Path) -> None
     assert committed == expected_output(rocks_faults.source().all_records())
 
 
-@pytest.mark.slow
-def test_executor_killed_on_the_on_disk_backend(tmp_path: Path) -> None:
-    driver = processes.start_driver(
-        tmp_path, "--state-backend", "rocksdb", master="local-cluster[2,1,1024]"
+def test_checkpoints_of_the_on_disk_backend_are_incremental(spark: Any, tmp_path: Path) -> None:
+    from sparkpoint.checkpoint import IncrementalKeyedStateHandle
+    from sparkpoint.storage import load_metadata
+    from sparkpoint.storage.local import LocalFileSystem
+    from sparkpoint.storage.shared_files import (
+        check_shared_files,
+        list_shared_files,
+        shared_directory,
     )
-    wait_until(
-        lambda: driver.latest().get("epoch", 0) >= 3,
-        timeout=180,
-        message="three epochs in local-cluster mode",
+
+    p = support.pipeline("incr", tmp_path / "out", 2).with_state_backend("rocksdb")
+    channel = EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=MANUAL, max_retained=2)
+    driver = PipelineDriver(p, spark, channel)
+    driver.start()
+    checkpoints = []
+    for _ in range(2):
+        driver.run(max_epochs=1)
+        cid = channel.trigger_checkpoint()
+        driver.run(max_epochs=1)
+        driver.run(max_epochs=1)  # its heartbeat brings the completion
+        assert cid in driver.status.completed
+        checkpoints.append(load_metadata(str(tmp_path / "ckpt" / "incr" / f"chk-{cid}")))
+    driver.close()
+    for c in checkpoints:
+        for subtask in c.checkpoint.operator_states["process"].subtask_states.values():
+            assert isinstance(subtask.keyed[0], IncrementalKeyedStateHandle)
+    shared = shared_directory(str(tmp_path / "ckpt"), "incr")
+    report = check_shared_files(
+        shared,
+        list_shared_files(LocalFileSystem(), shared),
+        [c.checkpoint for c in checkpoints],
+        now_ms=0,
+        grace_ms=1,
     )
-    victims = processes.executor_pids(driver.proc.pid)
-    assert len(victims) == 2, victims
-    os.kill(victims[0], signal.SIGKILL)
-    killed_at = driver.latest()["epoch"]
-    assert driver.wait(timeout=300) == 0, driver.log.read_text()[-4000:]
-    final = driver.latest()
-    assert final.get("event") == "finished" and final["epoch"] > killed_at
-    assert processes.committed(tmp_path / "out") == processes.expected()
+    assert report.referenced and not report.missing and not report.garbage
+
+
+def test_a_snapshot_uploads_only_files_its_base_lacks(tmp_path: Path) -> None:
+    from sparkpoint.checkpoint import KeyGroupRange
+    from sparkpoint.pipeline.store_files import entries_of, restore_whole, snapshot_store
+    from sparkpoint.storage import CheckpointLocation
+    from sparkpoint.storage.local import LocalFileSystem
+
+    def location(cid: int) -> CheckpointLocation:
+        directory = str(tmp_path / "ckpt" / "job" / f"chk-{cid}")
+        return CheckpointLocation(LocalFileSystem(), directory, "job", cid, False, 1024)
+
+    groups = KeyGroupRange(0, 127)
+    entries = [(state_key(g % 128, b"key-%07d" % g), bytes(100)) for g in range(20_000)]
+    store = SubtaskStore.create(tmp_path / "store", StoreSettings(), sorted(entries))
+    first, written_first = snapshot_store(store, location(1), "p", 0, 0, groups, None)
+    store.commit_step(store.token(0), [(state_key(5, b"key-0000005"), bytes(100), b"changed")])
+    store.close()
+    store = SubtaskStore(tmp_path / "store", StoreSettings())  # reopening flushes the step
+    second, written_second = snapshot_store(store, location(2), "p", 0, 0, groups, first)
+    instance = store.instance
+    store.close()
+    assert {f.stream for f in first.shared} <= {f.stream for f in second.shared}
+    assert written_second * 20 < written_first, (written_first, written_second)
+    # Both restore: whole (same parallelism) and by key-group range (a rescale).
+    restored = restore_whole(second, tmp_path / "restored", StoreSettings())
+    assert restored.instance == instance
+    assert dict(((g, k), v) for g, k, v in restored.entries(0, 127))[(5, b"key-0000005")] == (
+        b"changed"
+    )
+    restored.close()
+    part = second.intersection(KeyGroupRange(0, 9))
+    assert part is not None
+    assert {g for g, _, _ in entries_of(part, tmp_path)} == set(range(10))

@@ -184,6 +184,7 @@ class PipelineDriver:
         self._source.restore(dict(decode_element(e) for e in source_elements))
         self._sink.restore(self._operator_elements(plan, uid.sink_uid, SINK_TRANSACTIONS))
         self.state = self._load_state(plan.operators[uid.process_uid].subtasks)
+        self._state_tasks.restored(plan.operators[uid.process_uid].subtasks)
         self.status.restored_from = restored.checkpoint_id
         log.info(
             "restored job %s from %s %d at parallelism %d",
@@ -258,6 +259,7 @@ class PipelineDriver:
 
     def _on_complete(self, notice: CheckpointCompleted) -> None:
         committed = self._sink.commit_up_to(notice.checkpoint_id)
+        self._state_tasks.completed(notice.checkpoint_id)
         self._source.notify_checkpoint_complete(notice.checkpoint_id)
         self._function_notices.append(("complete", notice.checkpoint_id))
         self.status.completed.append(notice.checkpoint_id)
@@ -435,6 +437,9 @@ class PipelineDriver:
                 self._stop_savepoint = None
             return
         self.status.acknowledged.append(cid)
+        self._state_tasks.acknowledged(
+            cid, {i: s for i, s in results.items() if isinstance(s, OperatorSubtaskState)}
+        )
         if trigger.kind is CheckpointKind.SAVEPOINT:
             self.status.savepoints[cid] = trigger.directory
         # Re-read the state from the snapshot just written: bounds the lineage.

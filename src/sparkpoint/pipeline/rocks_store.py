@@ -32,6 +32,7 @@ from pathlib import Path
 from rocksdict import (
     BlockBasedOptions,
     Cache,
+    Checkpoint,
     Options,
     Rdict,
     ReadOptions,
@@ -221,6 +222,11 @@ class SubtaskStore:
         lower, upper = key_group_bounds(start, end)
         for key, value in self._db.items(from_key=lower, read_opt=_bounded(lower, upper)):
             yield KEY_GROUP.unpack_from(key)[0], key[KEY_GROUP.size :], value
+
+    def checkpoint(self, target: Path) -> None:
+        """A consistent copy at ``target`` (a new directory): the memtable is flushed,
+        SST files are hard-linked, the manifest and options copied."""
+        Checkpoint(self._db).create_checkpoint(str(target))
 
     def close(self) -> None:
         self._db.close()

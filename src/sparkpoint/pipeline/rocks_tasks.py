@@ -21,24 +21,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.checkpoint import IncrementalKeyedStateHandle, KeyGroupRange, OperatorSubtaskState
 from sparkpoint.pipeline.functions import KeyedProcessFunction
 from sparkpoint.pipeline.keyed_state import KeyedStateBackend
 from sparkpoint.pipeline.operator_state import OperatorStateStore
 from sparkpoint.pipeline.partitioner import Slot
 from sparkpoint.pipeline.rocks_store import StoreMismatch, StoreToken, SubtaskStore, state_key
 from sparkpoint.pipeline.state_backend import StoreSettings
+from sparkpoint.pipeline.store_files import is_whole, restore_whole, snapshot_store
 from sparkpoint.pipeline.tasks import (
     OUT_STATE,
     STATE,
+    _attempt,
     epoch_outputs,
+    keyed_entries,
     restored_operator_state,
     run_function,
+    write_operator_snapshot,
     write_snapshot,
 )
 from sparkpoint.recovery.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
 from sparkpoint.recovery.keys import canonical_key_bytes
 from sparkpoint.recovery.plan import SubtaskRestore
-from sparkpoint.recovery.reader import read_subtask_keyed_state
 from sparkpoint.storage.location import CheckpointLocation
 
 
@@ -145,6 +149,9 @@ class RocksSnapshotTask:
     parallelism: int
     max_parallelism: int
     place: StorePlace
+    #: Per subtask, the incremental handle of the last completed checkpoint (or None);
+    #: None for a full snapshot in the canonical format (savepoints).
+    base: tuple[IncrementalKeyedStateHandle | None, ...] | None = None
 
     def __call__(
         self, index: int, items: Iterable[tuple[Any, Any]]
@@ -168,10 +175,30 @@ class RocksSnapshotTask:
                 yield index, f"subtask {index}: store is not at {token}", None
                 return
             groups = key_group_range_for_subtask(self.max_parallelism, self.parallelism, index)
-            keyed = store.entries(groups.start, groups.end)
-            yield index, write_snapshot(self, index, keyed, operator_state), token
+            if self.base is None:
+                keyed = store.entries(groups.start, groups.end)
+                yield index, write_snapshot(self, index, keyed, operator_state), token
+            else:
+                yield index, self._incremental(store, index, groups, operator_state), token
         finally:
             store.close()
+
+    def _incremental(
+        self,
+        store: SubtaskStore,
+        index: int,
+        groups: KeyGroupRange,
+        operator_state: dict[str, Any],
+    ) -> OperatorSubtaskState | str:
+        base = self.base[index] if self.base else None
+        try:
+            keyed, _ = snapshot_store(
+                store, self.location, self.operator_uid, index, _attempt(), groups, base
+            )
+            operator = write_operator_snapshot(self, index, operator_state)
+        except Exception as exc:  # any failure to write is this subtask's decline reason
+            return f"{type(exc).__name__}: {exc}"
+        return OperatorSubtaskState(keyed=(keyed,), operator=operator)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,13 +222,19 @@ class RocksLoadTask:
         if store is None or wanted is None or not store.matches(wanted):
             if store is not None:
                 store.close()
-            entries = (
-                (state_key(group, canonical_key_bytes(key)), value)
-                for group, key, value in read_subtask_keyed_state(
-                    subtask, max_parallelism=self.max_parallelism
+            whole = subtask.keyed[0] if len(subtask.keyed) == 1 else None
+            if isinstance(whole, IncrementalKeyedStateHandle) and is_whole(
+                whole, subtask.key_group_range
+            ):
+                store = restore_whole(whole, path, self.place.settings)
+            else:
+                entries = (
+                    (state_key(group, key_bytes), value)
+                    for group, key_bytes, value in keyed_entries(
+                        subtask, self.max_parallelism, path.parent
+                    )
                 )
-            )
-            store = SubtaskStore.create(path, self.place.settings, entries)
+                store = SubtaskStore.create(path, self.place.settings, entries)
         try:
             token = store.token(index)
         finally:

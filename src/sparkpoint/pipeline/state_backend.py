@@ -47,6 +47,9 @@ class StateBackend:
     name: Literal["memory", "rocksdb"] = "memory"
     settings: StoreSettings = field(default_factory=StoreSettings)
     local_dir: str | None = None
+    #: rocksdb: checkpoints upload only the store files the last completed one lacked
+    #: (savepoints are always full, in the canonical format).
+    incremental: bool = True
 
     def __post_init__(self) -> None:
         if self.name not in BACKEND_NAMES:

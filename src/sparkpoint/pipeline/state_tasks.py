@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from sparkpoint.checkpoint import IncrementalKeyedStateHandle, OperatorSubtaskState
 from sparkpoint.pipeline.functions import KeyedProcessFunction
 from sparkpoint.pipeline.state_backend import StateBackend
 from sparkpoint.pipeline.tasks import EpochTask, LoadTask, SnapshotTask
@@ -32,6 +33,10 @@ class StateTasks:
         max_parallelism: int,
     ) -> None:
         self.backend = backend
+        #: Per subtask, the incremental handle of the last completed checkpoint: the
+        #: base of the next one (never a pending checkpoint's).
+        self._base: dict[int, IncrementalKeyedStateHandle] = {}
+        self._acknowledged: dict[int, dict[int, IncrementalKeyedStateHandle]] = {}
         self._uid = operator_uid
         self._p = parallelism
         self._m = max_parallelism
@@ -57,12 +62,44 @@ class StateTasks:
         return RocksEpochTask(function, epoch, self._p, self._place, self._m, notices, snapshot_id)
 
     def snapshot(self, location: CheckpointLocation) -> Task:
-        """Yields ``(index, state or decline reason, store token or None)``."""
+        """Yields ``(index, state or decline reason, store token or None)``. On the
+        on-disk backend a checkpoint is incremental (see ``StateBackend.incremental``),
+        a savepoint is full, in the canonical format."""
         if self._place is None:
             return SnapshotTask(location, self._uid, self._p, self._m)
         from sparkpoint.pipeline.rocks_tasks import RocksSnapshotTask
 
-        return RocksSnapshotTask(location, self._uid, self._p, self._m, self._place)
+        base = None
+        if self.backend.incremental and not location.is_savepoint:
+            base = tuple(self._base.get(i) for i in range(self._p))
+        return RocksSnapshotTask(location, self._uid, self._p, self._m, self._place, base)
+
+    def acknowledged(self, checkpoint_id: int, states: dict[int, OperatorSubtaskState]) -> None:
+        """Remember a checkpoint's incremental handles until it completes or is gone."""
+        handles = {
+            i: s.keyed[0]
+            for i, s in states.items()
+            if len(s.keyed) == 1 and isinstance(s.keyed[0], IncrementalKeyedStateHandle)
+        }
+        if handles:
+            self._acknowledged[checkpoint_id] = handles
+
+    def completed(self, checkpoint_id: int) -> None:
+        """A checkpoint completed: it is the base of the next one."""
+        if checkpoint_id in self._acknowledged:
+            self._base = self._acknowledged.pop(checkpoint_id)
+        for older in [c for c in self._acknowledged if c < checkpoint_id]:
+            del self._acknowledged[older]
+
+    def restored(self, subtasks: tuple[SubtaskRestore, ...]) -> None:
+        """Restored stores that keep their files are the base of the first checkpoint."""
+        from sparkpoint.pipeline.store_files import is_whole
+
+        self._base = {
+            s.index: s.keyed[0]  # type: ignore[misc]
+            for s in subtasks
+            if len(s.keyed) == 1 and is_whole(s.keyed[0], s.key_group_range)
+        }
 
     def load(self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...] = ()) -> Task:
         """``keep``: per subtask, the store token a snapshot was just taken from; the

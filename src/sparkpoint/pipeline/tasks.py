@@ -9,11 +9,18 @@ Elements of the state RDD: ``(key, {state name → value})`` for keyed state and
 from __future__ import annotations
 
 import pickle
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol
 
-from sparkpoint.checkpoint import KeyGroupsStateHandle, OperatorSubtaskState
+from sparkpoint.checkpoint import (
+    IncrementalKeyedStateHandle,
+    KeyGroupsStateHandle,
+    OperatorStateHandle,
+    OperatorSubtaskState,
+)
 from sparkpoint.pipeline.functions import (
     Context,
     InitializationContext,
@@ -26,7 +33,7 @@ from sparkpoint.pipeline.partitioner import Slot
 from sparkpoint.pipeline.sink import PendingFile, SinkWriter
 from sparkpoint.pipeline.sources.base import EpochRange, SplitReader
 from sparkpoint.recovery.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
-from sparkpoint.recovery.keys import canonical_key_bytes
+from sparkpoint.recovery.keys import canonical_key_bytes, decode_key
 from sparkpoint.recovery.plan import SubtaskRestore
 from sparkpoint.recovery.reader import read_operator_state, read_subtask_keyed_state
 from sparkpoint.recovery.statefile import KeyedStateWriter, OperatorStateWriter
@@ -268,10 +275,59 @@ class LoadTask:
             pass
         subtask = self.subtasks[index]
         for _, key, value in read_subtask_keyed_state(
-            subtask, max_parallelism=self.max_parallelism
+            _streams_only(subtask), max_parallelism=self.max_parallelism
         ):
             yield key, pickle.loads(value)
+        scratch = Path(tempfile.gettempdir(), "sparkpoint-state")
+        for _, key_bytes, value in _store_entries(subtask, scratch):
+            yield decode_key(key_bytes), pickle.loads(value)
         yield from restored_operator_state(subtask)
+
+
+def _streams_only(subtask: SubtaskRestore) -> SubtaskRestore:
+    streams = [h for h in subtask.keyed if isinstance(h, KeyGroupsStateHandle)]
+    return replace(subtask, keyed=tuple(streams))
+
+
+def _store_entries(subtask: SubtaskRestore, scratch: Path) -> Iterator[tuple[int, bytes, bytes]]:
+    for handle in subtask.keyed:
+        if isinstance(handle, IncrementalKeyedStateHandle):
+            from sparkpoint.pipeline.store_files import entries_of
+
+            scratch.mkdir(parents=True, exist_ok=True)
+            yield from entries_of(handle, scratch)
+
+
+def keyed_entries(
+    subtask: SubtaskRestore, max_parallelism: int, scratch: Path
+) -> Iterator[tuple[int, bytes, bytes]]:
+    """``(key group, canonical key bytes, value)`` of a subtask's keyed handles, of any
+    kind: key-group streams (the canonical format), or an embedded store's files (read
+    out of a copy made under ``scratch``)."""
+    for group, key, value in read_subtask_keyed_state(
+        _streams_only(subtask), max_parallelism=max_parallelism
+    ):
+        yield group, canonical_key_bytes(key), value
+    yield from _store_entries(subtask, scratch)
+
+
+def write_operator_snapshot(
+    task: SnapshotParameters, index: int, operator_state: dict[str, Any]
+) -> tuple[OperatorStateHandle, ...]:
+    """Subtask ``index``'s operator state as a stream of its own (beside a store's files)."""
+    if not operator_state:
+        return ()
+    stream = task.location.state_output(task.operator_uid, index, _attempt())
+    try:
+        writer = OperatorStateWriter(stream)
+        for name, (mode, elements) in sorted(operator_state.items()):
+            writer.declare(name, mode)
+            for element in elements:
+                writer.add(name, mode, encode_element(element))
+        return (writer.handle(stream.close_and_get_handle()),)
+    except BaseException:
+        stream.abort()
+        raise
 
 
 def restored_operator_state(subtask: SubtaskRestore) -> Iterator[tuple[Slot, Any]]:

@@ -25,8 +25,10 @@ The counter, the pending ids and the store are read in that order: any id issued
 the counter read is above it, anything pending at the second read is kept, and a
 checkpoint that completed meanwhile left pending only once its pointer was in the store,
 where the third read finds it.
-Savepoints live elsewhere and ``shared/`` and anything not named ``chk-<n>`` are never
-looked at. A follower has no term and so no collector: it deletes nothing.
+Savepoints live elsewhere and anything else not named ``chk-<n>`` is never looked at,
+except ``shared/``: its files that no retained checkpoint references are deleted once
+unreferenced for the grace period in this term (storage/shared_files.py). A follower
+has no term and so no collector: it deletes nothing.
 
 The collector runs on its own thread every ``state.checkpoints.orphan-cleanup.interval``,
 never on the tick loop, so deleting (slow on HDFS) never holds up a trigger or an ack.
@@ -46,6 +48,7 @@ from sparkpoint import metrics
 from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
 from sparkpoint.ha import HAError
 from sparkpoint.storage import OrphanDirectory
+from sparkpoint.storage.shared_files import SharedFileCollector
 
 if TYPE_CHECKING:
     from sparkpoint.service.session import JobSession
@@ -71,6 +74,8 @@ class JobOrphans:
     #: Orphans still inside the grace period: kept for now.
     young: tuple[OrphanDirectory, ...] = ()
     error: str | None = None
+    #: ``shared/``: files referenced but missing, garbage (removed unless a dry run), young.
+    shared: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +88,7 @@ class JobOrphans:
             "young": [o.to_dict() for o in self.young],
             "young_bytes": sum(o.size_bytes for o in self.young),
             "error": self.error,
+            "shared": self.shared,
         }
 
 
@@ -123,6 +129,7 @@ class OrphanCollector:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._shared = SharedFileCollector()
 
     def start(self) -> None:
         if self._thread is not None:
@@ -200,6 +207,14 @@ class OrphanCollector:
             # Nothing above the newest completed checkpoint: see the module docstring.
             newest = max(retained, default=0)
             found = [o for o in found if o.checkpoint_id < newest]
+            shared = self._shared.collect_job(
+                term.storage,
+                job_id,
+                [*session.store.get_all(), *term.retained_now(job_id)],
+                now_ms=now,
+                grace_ms=self.grace_period_s * 1000,
+                dry_run=dry_run or not term.leadership.can_act(),
+            )
         except (HAError, *STORAGE_FAILURES) as exc:
             metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
             log.warning("orphan scan of job %s failed: %s", job_id, exc)
@@ -243,4 +258,5 @@ class OrphanCollector:
             removed=tuple(removed),
             young=young,
             error=error,
+            shared=shared.to_dict(),
         )
