@@ -120,7 +120,12 @@ def run_sparkpoint(backend: str, keys: int, hot: bool, work: Path, memory: str) 
     from sparkpoint.pipeline.session import spark_session
     from sparkpoint.pipeline.sink import TransactionalFileSink
 
-    spark = spark_session("local[2]", "state-bench", **{"spark.driver.memory": memory})
+    spark = spark_session(
+        "local[2]",
+        "state-bench",
+        state_in_place=backend == "rocksdb",
+        **{"spark.driver.memory": memory},
+    )
     pipeline = (
         Pipeline("state", parallelism=PARALLELISM)
         .source(_source(keys, hot))

@@ -74,7 +74,9 @@ class FaultyClicks(ClickTotals):
 def main(work: Path, master: str) -> None:
     markers = work / "faults"
     markers.mkdir(parents=True, exist_ok=True)
-    spark = spark_session(master, "sparkpoint-rocks-faults", **{"spark.task.maxFailures": "4"})
+    spark = spark_session(
+        master, "sparkpoint-rocks-faults", state_in_place=True, **{"spark.task.maxFailures": "4"}
+    )
     p = (
         clicks_pipeline("rocks-faults", source(), str(work / "out"), parallelism=4)
         .process(FaultyClicks(str(markers)))

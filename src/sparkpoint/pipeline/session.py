@@ -24,10 +24,16 @@ STATE_IN_PLACE = {
 
 
 def spark_session(
-    master: str = "local[2]", app_name: str = "sparkpoint", **conf: str
+    master: str = "local[2]",
+    app_name: str = "sparkpoint",
+    *,
+    state_in_place: bool | None = None,
+    **conf: str,
 ) -> SparkSession:
     """Get or create a session; ``conf``: more Spark settings by their own names,
-    e.g. ``spark_session(**{"spark.task.maxFailures": "8"})``."""
+    e.g. ``spark_session(**{"spark.task.maxFailures": "8"})``. ``state_in_place``: add
+    :data:`STATE_IN_PLACE` (what the rocksdb state backend needs); by default when
+    ``$SPARKPOINT_STATE_BACKEND`` is ``rocksdb``."""
     try:
         from pyspark.sql import SparkSession
     except ModuleNotFoundError as e:
@@ -50,7 +56,11 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.pyspark.python", sys.executable)
     )
-    for key, value in STATE_IN_PLACE.items():
+    if state_in_place is None:
+        from sparkpoint.pipeline.state_backend import default_state_backend
+
+        state_in_place = default_state_backend().on_disk
+    for key, value in STATE_IN_PLACE.items() if state_in_place else ():
         builder = builder.config(key, value)
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         with progress.open("a") as f:
             f.write(json.dumps(line) + "\n")
 
-    spark = spark_session(args.master, f"sparkpoint-{args.job_id}")
+    on_disk = args.state_backend == "rocksdb" or None
+    spark = spark_session(args.master, f"sparkpoint-{args.job_id}", state_in_place=on_disk)
     pipeline = clicks_pipeline(
         args.job_id, build_source(args), args.output, parallelism=args.parallelism
     )
