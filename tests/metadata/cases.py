@@ -13,6 +13,7 @@ from sparkpoint.checkpoint import (
     CompletedCheckpoint,
     DistributionMode,
     FileStateHandle,
+    IncrementalKeyedStateHandle,
     InlineStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
@@ -20,6 +21,7 @@ from sparkpoint.checkpoint import (
     OperatorStateHandle,
     OperatorSubtaskState,
     StateMetaInfo,
+    StoreFile,
 )
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
@@ -98,11 +100,65 @@ def savepoint_case() -> CompletedCheckpoint:
     )
 
 
+def _incremental_state() -> OperatorState:
+    # An embedded store per subtask: SST files shared with other checkpoints, under
+    # <job>/shared/, and the store's own small files inline or in chk-44.
+    shared = "hdfs://namenode:8020/sparkpoint/checkpoints/clicks/shared"
+    own = "hdfs://namenode:8020/sparkpoint/checkpoints/clicks/chk-44"
+
+    def subtask(i: int, groups: KeyGroupRange) -> OperatorSubtaskState:
+        instance = f"{i:02d}c0ffee{i:08x}"
+        return OperatorSubtaskState(
+            keyed=(
+                IncrementalKeyedStateHandle(
+                    groups,
+                    groups,
+                    instance,
+                    tuple(
+                        StoreFile(f"{n:06d}.sst", FileStateHandle(
+                            f"{shared}/counts-{instance}-{n:06d}.sst", 4096 * n))
+                        for n in (9, 14)
+                    ),
+                    (
+                        StoreFile("CURRENT", InlineStateHandle("CURRENT", b"MANIFEST-000016\n")),
+                        StoreFile("MANIFEST-000016", FileStateHandle(
+                            f"{own}/counts-{i}-0-MANIFEST-000016", 733)),
+                    ),
+                ),
+            )
+        )  # fmt: skip
+
+    return OperatorState(
+        "counts",
+        2,
+        128,
+        {0: subtask(0, KeyGroupRange(0, 63)), 1: subtask(1, KeyGroupRange(64, 127))},
+    )
+
+
+def incremental_case() -> CompletedCheckpoint:
+    return CompletedCheckpoint(
+        job_id="clicks",
+        checkpoint_id=44,
+        kind=CheckpointKind.CHECKPOINT,
+        trigger_timestamp_ms=1_763_700_120_000,
+        completion_timestamp_ms=1_763_700_120_410,
+        operator_states={"source": _source_state(), "counts": _incremental_state()},
+    )
+
+
 #: name → (checkpoint, relative_to when encoded, base_dir when decoded)
 CASES = {
     "checkpoint": (checkpoint_case, None),
     "savepoint": (savepoint_case, SAVEPOINT_DIR),
+    "incremental": (incremental_case, None),
 }
+#: The first format version able to hold a case (the others: every version).
+SINCE = {"incremental": 2}
+
+
+def cases_of(version: int) -> set[str]:
+    return {name for name in CASES if SINCE.get(name, 1) <= version}
 
 
 def write_missing_golden_files() -> list[Path]:

@@ -59,7 +59,9 @@ def test_wrong_magic() -> None:
 
 def test_a_future_version_asks_for_an_upgrade() -> None:
     error = _decode_error(envelope.frame(v1.VERSION + 1, b"\x00" * 10))
-    assert re.search(r"format version 2 is newer than this build reads", error.defect)
+    assert re.search(
+        rf"format version {v1.VERSION + 1} is newer than this build reads", error.defect
+    )
 
 
 def test_version_zero_is_unknown() -> None:
@@ -188,3 +190,30 @@ def test_inline_handle_name_survives() -> None:
     stream = decoded.operator_states["source"].subtask_states[1].operator[0].stream
     assert isinstance(stream, InlineStateHandle)
     assert stream.name == "source-1-0"
+
+
+def test_an_unknown_keyed_handle_kind_in_version_2() -> None:
+    w = Writer()
+    w.uvarint(0)  # subtask index
+    w.uvarint(1)  # one keyed handle
+    w.u8(7)  # neither a key-groups stream (0) nor an embedded store's files (1)
+    w.buf += bytes(8)  # what would follow
+    body = _body(subtasks=[], keyed=bytes(w.buf))
+    assert "unknown keyed handle kind 7" in _decode_error(envelope.frame(2, body)).defect
+
+
+def test_an_incremental_handle_reaching_outside_its_store() -> None:
+    w = Writer()
+    w.uvarint(0)
+    w.uvarint(1)
+    w.u8(v1.KEYED_INCREMENTAL)
+    for start, end_exclusive in ((0, 64), (0, 32)):  # key groups [0, 63], store [0, 31]
+        w.uvarint(start)
+        w.uvarint(end_exclusive)
+    w.text("c0ffee")
+    w.uvarint(0)  # no shared files
+    w.uvarint(0)  # no private files
+    w.uvarint(0)  # no operator handles
+    body = _body(subtasks=[], keyed=bytes(w.buf))
+    defect = _decode_error(envelope.frame(2, body)).defect
+    assert "key groups [0, 63] are not inside the store's [0, 31]" in defect

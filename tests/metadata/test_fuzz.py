@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparkpoint.checkpoint import CompletedCheckpoint
-from sparkpoint.metadata import MetadataError, decode_metadata, encode_metadata, envelope
+from sparkpoint.metadata import (
+    FORMAT_VERSION,
+    MetadataError,
+    decode_metadata,
+    encode_metadata,
+    envelope,
+)
 from tests.metadata.cases import savepoint_case
 from tests.metadata.strategies import checkpoints
 
@@ -51,4 +57,4 @@ def test_cut_bodies(checkpoint: CompletedCheckpoint, data: st.DataObject) -> Non
     body = encode_metadata(checkpoint)[envelope.HEADER_SIZE : -envelope.TRAILER_SIZE]
     cut = data.draw(st.integers(0, max(len(body) - 1, 0)))
     with pytest.raises(MetadataError, match="malformed body"):
-        decode_metadata(envelope.frame(1, body[:cut]), source="fuzz")
+        decode_metadata(envelope.frame(FORMAT_VERSION, body[:cut]), source="fuzz")

@@ -16,8 +16,12 @@ from . import processes
 pytestmark = pytest.mark.slow
 
 
-def test_executor_killed_mid_epoch(tmp_path: Path) -> None:
-    driver = processes.start_driver(tmp_path, master="local-cluster[2,1,1024]")
+@pytest.mark.parametrize("backend", ["memory", "rocksdb"])
+def test_executor_killed_mid_epoch(tmp_path: Path, backend: str) -> None:
+    # rocksdb: the lost executor's stores are rebuilt by Spark's lineage recomputation.
+    driver = processes.start_driver(
+        tmp_path, "--state-backend", backend, master="local-cluster[2,1,1024]"
+    )
     wait_until(
         lambda: driver.latest().get("epoch", 0) >= 3,
         timeout=180,

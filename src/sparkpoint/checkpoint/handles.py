@@ -113,6 +113,80 @@ class KeyGroupsStateHandle:
         """Where this handle's bytes begin in its stream."""
         return self.offsets[0] if self.offsets else self.stream.size
 
+    @property
+    def streams(self) -> tuple[StreamStateHandle, ...]:
+        return (self.stream,)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreFile:
+    """One file of an embedded store's snapshot: its name in the store's directory and
+    where its bytes are (a file under ``<job>/shared/``, one of the checkpoint's own, or
+    inline)."""
+
+    name: str
+    stream: StreamStateHandle
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name or self.name in (".", ".."):
+            raise InvalidCheckpointValue(f"store file name {self.name!r} is not a plain name")
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalKeyedStateHandle:
+    """Keyed state as the files of an embedded store (RocksDB) that held key groups
+    ``store_range``; a reader takes only ``key_group_range`` from it (the whole store
+    at unchanged parallelism, a part of it after a rescale).
+
+    ``shared`` files (immutable SST files) live under ``<job>/shared/`` with names never
+    reused, and later checkpoints reference them again instead of writing them anew;
+    ``private`` files (the store's manifest and options) belong to this checkpoint.
+    ``instance`` names the store the files came from.
+    """
+
+    key_group_range: KeyGroupRange
+    store_range: KeyGroupRange
+    instance: str
+    shared: tuple[StoreFile, ...]
+    private: tuple[StoreFile, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shared", tuple(self.shared))
+        object.__setattr__(self, "private", tuple(self.private))
+        if self.key_group_range.intersection(self.store_range) != self.key_group_range:
+            raise InvalidCheckpointValue(
+                f"incremental keyed state: key groups {self.key_group_range} are not inside "
+                f"the store's {self.store_range}"
+            )
+        names = [f.name for f in (*self.shared, *self.private)]
+        if len(set(names)) != len(names):
+            raise InvalidCheckpointValue(
+                f"incremental keyed state {self.store_range}: a store file appears twice"
+            )
+
+    def intersection(self, key_groups: KeyGroupRange) -> IncrementalKeyedStateHandle | None:
+        """The same files, read for the part of ``key_groups`` this handle covers."""
+        overlap = self.key_group_range.intersection(key_groups)
+        if overlap.is_empty:
+            return None
+        if overlap == self.key_group_range:
+            return self
+        return IncrementalKeyedStateHandle(
+            overlap, self.store_range, self.instance, self.shared, self.private
+        )
+
+    @property
+    def state_size(self) -> int:
+        """Every byte a restore reads (the full size; see ``shared`` for what is reused)."""
+        return sum(f.stream.size for f in (*self.shared, *self.private))
+
+    @property
+    def streams(self) -> tuple[StreamStateHandle, ...]:
+        return tuple(f.stream for f in (*self.shared, *self.private))
+
+
+KeyedStateHandle = KeyGroupsStateHandle | IncrementalKeyedStateHandle
+
 
 class DistributionMode(enum.StrEnum):
     """How operator (non-keyed) list state is redistributed on restore (Flink's names)."""

@@ -13,12 +13,15 @@ from typing import Any
 from sparkpoint.checkpoint import (
     DistributionMode,
     FileStateHandle,
+    IncrementalKeyedStateHandle,
     InlineStateHandle,
     InvalidCheckpointValue,
+    KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorStateHandle,
     StateMetaInfo,
+    StoreFile,
     StreamStateHandle,
 )
 
@@ -58,7 +61,16 @@ def stream_from_dict(data: Any) -> StreamStateHandle:
         raise _malformed("stream handle", exc) from exc
 
 
-def keyed_to_dict(handle: KeyGroupsStateHandle) -> dict[str, Any]:
+def keyed_to_dict(handle: KeyedStateHandle) -> dict[str, Any]:
+    if isinstance(handle, IncrementalKeyedStateHandle):
+        return {
+            "kind": "incremental",
+            "key_groups": range_to_list(handle.key_group_range),
+            "store_key_groups": range_to_list(handle.store_range),
+            "instance": handle.instance,
+            "shared": [_store_file_to_dict(f) for f in handle.shared],
+            "private": [_store_file_to_dict(f) for f in handle.private],
+        }
     return {
         "key_groups": range_to_list(handle.key_group_range),
         "offsets": list(handle.offsets),
@@ -66,14 +78,35 @@ def keyed_to_dict(handle: KeyGroupsStateHandle) -> dict[str, Any]:
     }
 
 
-def keyed_from_dict(data: Any) -> KeyGroupsStateHandle:
+def _store_file_to_dict(f: StoreFile) -> dict[str, Any]:
+    return {"name": f.name, "stream": stream_to_dict(f.stream)}
+
+
+def _store_file_from_dict(data: Any) -> StoreFile:
+    return StoreFile(str(data["name"]), stream_from_dict(data["stream"]))
+
+
+def keyed_from_dict(data: Any) -> KeyedStateHandle:
     try:
+        if data.get("kind") == "incremental":
+            return IncrementalKeyedStateHandle(
+                range_from_list(data["key_groups"]),
+                range_from_list(data["store_key_groups"]),
+                str(data["instance"]),
+                tuple(
+                    StoreFile(str(f["name"]), stream_from_dict(f["stream"])) for f in data["shared"]
+                ),
+                tuple(
+                    StoreFile(str(f["name"]), stream_from_dict(f["stream"]))
+                    for f in data["private"]
+                ),
+            )
         return KeyGroupsStateHandle(
             range_from_list(data["key_groups"]),
             tuple(int(o) for o in data["offsets"]),
             stream_from_dict(data["stream"]),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         if isinstance(exc, InvalidCheckpointValue):
             raise
         raise _malformed("keyed state handle", exc) from exc

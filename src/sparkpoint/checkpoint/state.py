@@ -7,7 +7,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from sparkpoint.checkpoint.errors import InvalidCheckpointValue
-from sparkpoint.checkpoint.handles import KeyGroupsStateHandle, OperatorStateHandle, own_sizes
+from sparkpoint.checkpoint.handles import (
+    IncrementalKeyedStateHandle,
+    KeyedStateHandle,
+    OperatorStateHandle,
+    own_sizes,
+)
 from sparkpoint.checkpoint.ids import validate_checkpoint_id, validate_job_id
 from sparkpoint.checkpoint.keygroups import validate_parallelism
 from sparkpoint.checkpoint.status import CheckpointKind
@@ -17,7 +22,7 @@ from sparkpoint.checkpoint.status import CheckpointKind
 class OperatorSubtaskState:
     """What one subtask of one operator acknowledged: its keyed and operator state."""
 
-    keyed: tuple[KeyGroupsStateHandle, ...] = ()
+    keyed: tuple[KeyedStateHandle, ...] = ()
     operator: tuple[OperatorStateHandle, ...] = ()
 
     def __post_init__(self) -> None:
@@ -32,7 +37,11 @@ class OperatorSubtaskState:
     def state_size(self) -> int:
         """Bytes of state this subtask wrote, each counted once (its keyed and operator
         handles usually share one file)."""
-        return sum(own_sizes((*self.keyed, *self.operator)))
+        in_streams = [h for h in self.keyed if not isinstance(h, IncrementalKeyedStateHandle)]
+        incremental = [h for h in self.keyed if isinstance(h, IncrementalKeyedStateHandle)]
+        return sum(own_sizes((*in_streams, *self.operator))) + sum(
+            h.state_size for h in incremental
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ from typing import Any
 from sparkpoint.checkpoint import (
     CompletedCheckpoint,
     FileStateHandle,
-    KeyGroupsStateHandle,
+    IncrementalKeyedStateHandle,
+    KeyedStateHandle,
     OperatorStateHandle,
     StreamStateHandle,
 )
@@ -25,7 +26,16 @@ def _stream(stream: StreamStateHandle) -> dict[str, Any]:
     }
 
 
-def _keyed(handle: KeyGroupsStateHandle) -> dict[str, Any]:
+def _keyed(handle: KeyedStateHandle) -> dict[str, Any]:
+    if isinstance(handle, IncrementalKeyedStateHandle):
+        return {
+            "kind": "incremental",
+            "key_groups": [handle.key_group_range.start, handle.key_group_range.end],
+            "store_key_groups": [handle.store_range.start, handle.store_range.end],
+            "instance": handle.instance,
+            "shared": [{"name": f.name, "stream": _stream(f.stream)} for f in handle.shared],
+            "private": [{"name": f.name, "stream": _stream(f.stream)} for f in handle.private],
+        }
     return {
         "key_groups": [handle.key_group_range.start, handle.key_group_range.end],
         "offsets": list(handle.offsets),

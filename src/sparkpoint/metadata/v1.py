@@ -1,4 +1,8 @@
-"""Body of `_metadata` format version 1 (byte layout in docs/formats.md).
+"""Body of `_metadata` format versions 1 and 2 (byte layout in docs/formats.md).
+
+Version 2 is version 1 with a kind byte before each keyed handle: 0 for a key-groups
+stream (the version-1 handle), 1 for an embedded store's files (incremental state, with
+shared files under ``<job>/shared/``).
 
 File paths are split at their last '/': the head (directory) goes into a table written
 once, each handle keeps an index into it and the file name. Every state file of a
@@ -16,14 +20,17 @@ from sparkpoint.checkpoint import (
     CompletedCheckpoint,
     DistributionMode,
     FileStateHandle,
+    IncrementalKeyedStateHandle,
     InlineStateHandle,
     InvalidCheckpointValue,
+    KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorState,
     OperatorStateHandle,
     OperatorSubtaskState,
     StateMetaInfo,
+    StoreFile,
     StreamStateHandle,
 )
 from sparkpoint.metadata import paths
@@ -32,7 +39,9 @@ from sparkpoint.metadata.wire import Reader, Writer
 
 _T = TypeVar("_T")
 
-VERSION = 1
+VERSION = 2
+KEYED_STREAM = 0
+KEYED_INCREMENTAL = 1
 
 KINDS = (CheckpointKind.CHECKPOINT, CheckpointKind.SAVEPOINT)
 MODES = (DistributionMode.SPLIT_DISTRIBUTE, DistributionMode.UNION, DistributionMode.BROADCAST)
@@ -60,6 +69,7 @@ class _Paths:
 
 
 def encode_body(checkpoint: CompletedCheckpoint, relative_to: str | None) -> bytes:
+    """The body in the current version (2)."""
     table = _Paths(relative_to)
     ops = Writer()  # written after the table, which it fills
     ops.uvarint(len(checkpoint.operator_states))
@@ -87,6 +97,11 @@ def _write_subtask(w: Writer, index: int, subtask: OperatorSubtaskState, table: 
     w.uvarint(index)
     w.uvarint(len(subtask.keyed))
     for handle in subtask.keyed:
+        if isinstance(handle, IncrementalKeyedStateHandle):
+            w.u8(KEYED_INCREMENTAL)
+            _write_incremental(w, handle, table)
+            continue
+        w.u8(KEYED_STREAM)
         w.uvarint(handle.key_group_range.start)
         w.uvarint(handle.key_group_range.end + 1)  # exclusive end: the empty range fits
         w.packed(handle.offsets)
@@ -99,6 +114,18 @@ def _write_subtask(w: Writer, index: int, subtask: OperatorSubtaskState, table: 
             w.u8(MODES.index(info.mode))
             w.packed(info.offsets)
         _write_stream(w, op_handle.stream, table)
+
+
+def _write_incremental(w: Writer, handle: IncrementalKeyedStateHandle, table: _Paths) -> None:
+    for r in (handle.key_group_range, handle.store_range):
+        w.uvarint(r.start)
+        w.uvarint(r.end + 1)
+    w.text(handle.instance)
+    for files in (handle.shared, handle.private):
+        w.uvarint(len(files))
+        for f in files:
+            w.text(f.name)
+            _write_stream(w, f.stream, table)
 
 
 def _write_stream(w: Writer, stream: StreamStateHandle, table: _Paths) -> None:
@@ -115,7 +142,8 @@ def _write_stream(w: Writer, stream: StreamStateHandle, table: _Paths) -> None:
 
 
 class _Decoder:
-    def __init__(self, reader: Reader, base_dir: str | None) -> None:
+    def __init__(self, reader: Reader, base_dir: str | None, version: int) -> None:
+        self.version = version
         self.r = reader
         self.base_dir = base_dir
         self.heads: list[str] = []
@@ -179,8 +207,14 @@ class _Decoder:
         ]
         return OperatorSubtaskState(tuple(keyed), tuple(operator))
 
-    def keyed(self, where: str) -> KeyGroupsStateHandle:
+    def keyed(self, where: str) -> KeyedStateHandle:
         r = self.r
+        if self.version >= 2:
+            kind = r.u8("keyed handle kind")
+            if kind == KEYED_INCREMENTAL:
+                return self.incremental(where)
+            if kind != KEYED_STREAM:
+                raise r.error(f"{where}: unknown keyed handle kind {kind}")
         start = r.uvarint("key-group range start")
         end_exclusive = r.uvarint("key-group range end")
         offsets = r.packed("key-group offsets", max_count=UPPER_BOUND_MAX_PARALLELISM)
@@ -197,6 +231,35 @@ class _Decoder:
             return KeyGroupsStateHandle(KeyGroupRange(start, end_exclusive - 1), offsets, stream)
         except InvalidCheckpointValue as exc:
             raise self.fail(f"{where}: {exc}") from None
+
+    def incremental(self, where: str) -> IncrementalKeyedStateHandle:
+        r = self.r
+        ranges = []
+        for what in ("key-group range", "store key-group range"):
+            start = r.uvarint(f"{what} start")
+            end_exclusive = r.uvarint(f"{what} end")
+            if end_exclusive <= start:
+                raise self.fail(f"{where}: {what} [{start}, {end_exclusive - 1}] is empty")
+            ranges.append((start, end_exclusive - 1))
+        instance = r.text("store instance")
+        files = []
+        for what in ("shared store files", "private store files"):
+            files.append(
+                [
+                    (r.text("store file name"), self.stream(where))
+                    for _ in range(r.count(what, min_bytes_each=3))
+                ]
+            )
+        return self.build(
+            where,
+            lambda: IncrementalKeyedStateHandle(
+                KeyGroupRange(*ranges[0]),
+                KeyGroupRange(*ranges[1]),
+                instance,
+                tuple(StoreFile(n, s) for n, s in files[0]),
+                tuple(StoreFile(n, s) for n, s in files[1]),
+            ),
+        )
 
     def operator_handle(self, where: str) -> OperatorStateHandle:
         r = self.r
@@ -244,5 +307,10 @@ class _Decoder:
             raise self.fail(f"{where}: {exc}") from None
 
 
+def decode_body_v1(reader: Reader, base_dir: str | None) -> CompletedCheckpoint:
+    return _Decoder(reader, base_dir, 1).checkpoint()
+
+
 def decode_body(reader: Reader, base_dir: str | None) -> CompletedCheckpoint:
-    return _Decoder(reader, base_dir).checkpoint()
+    """A body of version 2 (the current one)."""
+    return _Decoder(reader, base_dir, 2).checkpoint()

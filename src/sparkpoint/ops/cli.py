@@ -29,6 +29,7 @@ def _register_commands() -> None:
     from sparkpoint.ops.cli_metadata import metadata_group
     from sparkpoint.ops.cli_restore import restore
     from sparkpoint.ops.cli_service import coordinator_group
+    from sparkpoint.ops.cli_shared import shared_check_command
     from sparkpoint.ops.cli_status import COMMANDS as STATUS_COMMANDS
     from sparkpoint.ops.cli_status import checkpoints_group, jobs_group
     from sparkpoint.ops.cli_zookeeper import zookeeper_group
@@ -43,6 +44,7 @@ def _register_commands() -> None:
     main.add_command(kafka_group)
     main.add_command(coordinator_group)
     checkpoints_group.add_command(gc_command)
+    checkpoints_group.add_command(shared_check_command)
     jobs_group.add_command(cancel_command)
     for command in STATUS_COMMANDS:
         main.add_command(command)

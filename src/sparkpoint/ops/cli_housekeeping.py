@@ -65,8 +65,10 @@ def gc_command(dry_run: bool, job_id: str | None, **opts: Any) -> None:
 
     An orphan is a chk-<id> directory of a running job that no retained checkpoint owns,
     whose id is below every checkpoint the leader has pending, and in which nothing changed
-    for the grace period (state.checkpoints.orphan-cleanup.grace-period). Savepoints and
-    shared/ are never touched. Needs the leader.
+    for the grace period (state.checkpoints.orphan-cleanup.grace-period). In shared/
+    (incremental state), a file no retained checkpoint references goes once it has been
+    unreferenced for the grace period; --json also lists shared files referenced but
+    missing. Savepoints are never touched. Needs the leader.
     """
     try:
         with _source(opts, read_only=False) as source:

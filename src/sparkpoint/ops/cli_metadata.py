@@ -113,8 +113,9 @@ def _handle_counts(state: OperatorState) -> tuple[int, int, int, int]:
     for subtask in state.subtask_states.values():
         keyed += len(subtask.keyed)
         operator += len(subtask.operator)
-        for handle in (*subtask.keyed, *subtask.operator):
-            if isinstance(handle.stream, FileStateHandle):
+        streams = [s for h in subtask.keyed for s in h.streams]
+        for stream in (*streams, *(h.stream for h in subtask.operator)):
+            if isinstance(stream, FileStateHandle):
                 files += 1
             else:
                 inline += 1
@@ -196,10 +197,11 @@ def _subtasks(cp: CompletedCheckpoint) -> Table:
             groups = [str(h.key_group_range) for h in sub.keyed]
             names = [f"{n} ({i.mode.value})" for h in sub.operator for n, i in h.states.items()]
             streams = [
-                f"file {h.stream.path}"
-                if isinstance(h.stream, FileStateHandle)
-                else f"inline {h.stream.name}"
-                for h in (*sub.keyed, *sub.operator)
+                f"file {s.path}" if isinstance(s, FileStateHandle) else f"inline {s.name}"
+                for s in (
+                    *(s for h in sub.keyed for s in h.streams),
+                    *(h.stream for h in sub.operator),
+                )
             ]
             table.add_row(
                 uid,

@@ -135,7 +135,10 @@ def _print_plan(
             title=op.operator_uid,
         )
         for s in op.subtasks:
-            keyed = "\n".join(f"{h.key_group_range} ← {_stream_name(h.stream)}" for h in s.keyed)
+            keyed = "\n".join(
+                f"{h.key_group_range} ← {', '.join(_stream_name(x) for x in h.streams)}"
+                for h in s.keyed
+            )
             names = sorted({n for h in s.operator for n in h.states})
             elements = sum(len(i.offsets) for h in s.operator for i in h.states.values())
             detail.add_row(

@@ -14,13 +14,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec, validate_job_id
 from sparkpoint.pipeline.functions import KeyedProcessFunction
 from sparkpoint.pipeline.sink import Sink
 from sparkpoint.pipeline.sources.base import Source
+from sparkpoint.pipeline.state_backend import StateBackend, default_state_backend, state_backend
 from sparkpoint.recovery import default_max_parallelism
 
 
@@ -40,6 +41,9 @@ class Pipeline:
     process_uid: str = "process"
     sink_op: Sink | None = None
     sink_uid: str = "sink"
+    #: Where keyed state lives: ``memory`` (default) or ``rocksdb`` (state_backend.py).
+    #: The environment variable SPARKPOINT_STATE_BACKEND sets the default.
+    state_backend: StateBackend = field(default_factory=default_state_backend)
 
     def __post_init__(self) -> None:
         validate_job_id(self.job_id)
@@ -62,6 +66,12 @@ class Pipeline:
 
     def with_parallelism(self, parallelism: int) -> Pipeline:
         return replace(self, parallelism=parallelism)
+
+    def with_state_backend(self, backend: str | StateBackend) -> Pipeline:
+        """``"memory"``, ``"rocksdb"`` or a :class:`StateBackend` with its settings.
+        Checkpoints and savepoints are in one format: a job may change backend between
+        runs and restore either way."""
+        return replace(self, state_backend=state_backend(backend))
 
     @property
     def effective_max_parallelism(self) -> int:

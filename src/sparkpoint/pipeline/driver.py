@@ -43,12 +43,10 @@ from sparkpoint.pipeline.channel import (
 from sparkpoint.pipeline.operator_state import decode_element, encode_element
 from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
 from sparkpoint.pipeline.progress import ProgressMeter
+from sparkpoint.pipeline.state_tasks import StateTasks, check_state_in_place
 from sparkpoint.pipeline.tasks import (
-    EpochTask,
-    LoadTask,
     ReadTask,
     SinkTask,
-    SnapshotTask,
     only_state,
     tag_record,
     tag_state,
@@ -140,6 +138,15 @@ class PipelineDriver:
         # ONE partitioner object for every partitionBy of this run (see partitioner.py).
         self.partitioner = KeyGroupPartitioner(self._p, self._m)
         self._run_id = secrets.token_hex(4)
+        self._state_tasks = StateTasks(
+            pipeline.state_backend,
+            self.graph.job_id,
+            self._run_id,
+            pipeline.process_uid,
+            self._p,
+            self._m,
+        )
+        check_state_in_place(self.sc.getConf(), pipeline.state_backend)
         self._source = pipeline.source_op
         self._sink = pipeline.sink_op
         assert self._source is not None and self._sink is not None
@@ -179,6 +186,7 @@ class PipelineDriver:
         self._source.restore(dict(decode_element(e) for e in source_elements))
         self._sink.restore(self._operator_elements(plan, uid.sink_uid, SINK_TRANSACTIONS))
         self.state = self._load_state(plan.operators[uid.process_uid].subtasks)
+        self._state_tasks.restored(plan.operators[uid.process_uid].subtasks)
         self.status.restored_from = restored.checkpoint_id
         log.info(
             "restored job %s from %s %d at parallelism %d",
@@ -205,15 +213,18 @@ class PipelineDriver:
             elements.extend(read_operator_state(subtask.operator).get(name, []))
         return elements
 
-    def _load_state(self, subtasks: tuple[SubtaskRestore, ...]) -> RDD[Any]:
+    def _load_state(
+        self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...] = ()
+    ) -> RDD[Any]:
         """The state RDD read from ``subtasks``' handles, carrying the partitioner:
         P marker records are partitioned (a shuffle of P tiny records), then each
-        partition reads its own subtask's files in place."""
+        partition reads its own subtask's files in place (``keep``: the on-disk backend's
+        stores that a snapshot was just taken from, kept where still current)."""
         from pyspark import StorageLevel
 
         markers = self.sc.parallelize([(Slot(i), None) for i in range(self._p)], self._p)
         state = markers.partitionBy(self._p, self.partitioner).mapPartitionsWithIndex(
-            LoadTask(subtasks, self._m), preservesPartitioning=True
+            self._state_tasks.load(subtasks, keep), preservesPartitioning=True
         )
         self._epochs_since_reload = 0
         return self._keep(state.persist(StorageLevel.MEMORY_AND_DISK))
@@ -252,6 +263,7 @@ class PipelineDriver:
 
     def _on_complete(self, notice: CheckpointCompleted) -> None:
         committed = self._sink.commit_up_to(notice.checkpoint_id)
+        self._state_tasks.completed(notice.checkpoint_id)
         self._source.notify_checkpoint_complete(notice.checkpoint_id)
         self._function_notices.append(("complete", notice.checkpoint_id))
         self.status.completed.append(notice.checkpoint_id)
@@ -314,8 +326,8 @@ class PipelineDriver:
         union = self.state.mapValues(tag_state).union(records.mapValues(tag_record))
         self.last_union = union
         notices, self._function_notices = tuple(self._function_notices), []
-        task = EpochTask(
-            function, epoch, self._p, notices, trigger.checkpoint_id if trigger else None
+        task = self._state_tasks.epoch(
+            function, epoch, notices, trigger.checkpoint_id if trigger else None
         )
         result = union.mapPartitionsWithIndex(task, preservesPartitioning=True)
         result = result.persist(StorageLevel.MEMORY_AND_DISK)
@@ -369,7 +381,7 @@ class PipelineDriver:
         from pyspark import StorageLevel
 
         assert self.state is not None and self.pipeline.function is not None
-        task = EpochTask(self.pipeline.function, epoch, self._p, (), trigger.checkpoint_id)
+        task = self._state_tasks.epoch(self.pipeline.function, epoch, (), trigger.checkpoint_id)
         hooked = self.state.mapValues(tag_state).mapPartitionsWithIndex(
             task, preservesPartitioning=True
         )
@@ -396,8 +408,10 @@ class PipelineDriver:
         location = self._location(trigger)
         self._sink.pre_commit(cid)
         self._source.snapshot_state(cid)
-        snapshot = SnapshotTask(location, self.pipeline.process_uid, self._p, self._m)
-        results = dict(self.state.mapPartitionsWithIndex(snapshot).collect())
+        snapshot = self._state_tasks.snapshot(location)
+        collected = self.state.mapPartitionsWithIndex(snapshot).collect()
+        results = {i: state for i, state, _ in collected}
+        tokens = {i: token for i, _, token in collected}
         declined = [(i, r) for i, r in sorted(results.items()) if isinstance(r, str)]
         if declined:
             index, reason = declined[0]
@@ -427,6 +441,9 @@ class PipelineDriver:
                 self._stop_savepoint = None
             return
         self.status.acknowledged.append(cid)
+        self._state_tasks.acknowledged(
+            cid, {i: s for i, s in results.items() if isinstance(s, OperatorSubtaskState)}
+        )
         if trigger.kind is CheckpointKind.SAVEPOINT:
             self.status.savepoints[cid] = trigger.directory
         # Re-read the state from the snapshot just written: bounds the lineage.
@@ -440,7 +457,8 @@ class PipelineDriver:
                     keyed[i].operator,
                 )
                 for i in range(self._p)
-            )
+            ),
+            tuple(tokens.get(i) for i in range(self._p)),
         )
 
     def _driver_side_acks(self, location: CheckpointLocation) -> list[Ack]:

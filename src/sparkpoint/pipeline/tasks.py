@@ -9,11 +9,18 @@ Elements of the state RDD: ``(key, {state name → value})`` for keyed state and
 from __future__ import annotations
 
 import pickle
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
 
-from sparkpoint.checkpoint import KeyGroupsStateHandle, OperatorSubtaskState
+from sparkpoint.checkpoint import (
+    IncrementalKeyedStateHandle,
+    KeyGroupsStateHandle,
+    OperatorStateHandle,
+    OperatorSubtaskState,
+)
 from sparkpoint.pipeline.functions import (
     Context,
     InitializationContext,
@@ -26,7 +33,7 @@ from sparkpoint.pipeline.partitioner import Slot
 from sparkpoint.pipeline.sink import PendingFile, SinkWriter
 from sparkpoint.pipeline.sources.base import EpochRange, SplitReader
 from sparkpoint.recovery.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
-from sparkpoint.recovery.keys import canonical_key_bytes
+from sparkpoint.recovery.keys import canonical_key_bytes, decode_key
 from sparkpoint.recovery.plan import SubtaskRestore
 from sparkpoint.recovery.reader import read_operator_state, read_subtask_keyed_state
 from sparkpoint.recovery.statefile import KeyedStateWriter, OperatorStateWriter
@@ -75,34 +82,59 @@ class EpochTask:
         entries, operator_state, records = _split_union(items)
         backend = KeyedStateBackend(entries)
         store = OperatorStateStore(operator_state)
-        fn = self.function
-        fn.initialize_state(InitializationContext(store, index, self.parallelism))
-        fn.open(RuntimeContext(backend, index, self.parallelism, self.epoch))
-        for kind, checkpoint_id in self.notices:
-            notify = (
-                fn.notify_checkpoint_complete
-                if kind == "complete"
-                else fn.notify_checkpoint_aborted
-            )
-            notify(checkpoint_id)
-        out: list[Any] = []
-        ctx = Context(out, index, self.epoch)
-        for _, key, value in records:
-            backend.set_current_key(key)
-            ctx.current_key = key
-            fn.process_element(key, value, ctx)
-        if self.snapshot_id is not None:
-            fn.snapshot_state(self.snapshot_id)
-        fn.close()
-
+        out = run_function(self, backend, store, index, records)
         for key, entry in backend.items():
             yield OUT_STATE, key, entry
-        snapshot = store.snapshot()
-        if snapshot:
-            yield OUT_STATE, Slot(index), snapshot
-        for value in out:
-            yield OUT_VALUE, None, value
-        yield OUT_COUNT, index, len(records)
+        yield from epoch_outputs(index, store, out, len(records))
+
+
+class EpochParameters(Protocol):
+    function: KeyedProcessFunction
+    epoch: int
+    parallelism: int
+    notices: tuple[tuple[str, int], ...]
+    snapshot_id: int | None
+
+
+def run_function(
+    task: EpochParameters,
+    backend: KeyedStateBackend,
+    store: OperatorStateStore,
+    index: int,
+    records: list[tuple[Any, Any, Any]],
+) -> list[Any]:
+    """One epoch of the keyed function over ``records`` (sorted), whatever holds the
+    state; returns its outputs."""
+    fn = task.function
+    fn.initialize_state(InitializationContext(store, index, task.parallelism))
+    fn.open(RuntimeContext(backend, index, task.parallelism, task.epoch))
+    for kind, checkpoint_id in task.notices:
+        notify = (
+            fn.notify_checkpoint_complete if kind == "complete" else fn.notify_checkpoint_aborted
+        )
+        notify(checkpoint_id)
+    out: list[Any] = []
+    ctx = Context(out, index, task.epoch)
+    for _, key, value in records:
+        backend.set_current_key(key)
+        ctx.current_key = key
+        fn.process_element(key, value, ctx)
+    if task.snapshot_id is not None:
+        fn.snapshot_state(task.snapshot_id)
+    fn.close()
+    return out
+
+
+def epoch_outputs(
+    index: int, store: OperatorStateStore, out: list[Any], processed: int
+) -> Iterator[tuple[int, Any, Any]]:
+    """An epoch's result elements after its keyed state: operator state, outputs, count."""
+    snapshot = store.snapshot()
+    if snapshot:
+        yield OUT_STATE, Slot(index), snapshot
+    for value in out:
+        yield OUT_VALUE, None, value
+    yield OUT_COUNT, index, processed
 
 
 def _split_union(
@@ -160,9 +192,10 @@ def _attempt() -> int:
 @dataclass(frozen=True, slots=True)
 class SnapshotTask:
     """Writes subtask ``index``'s state as ONE stream: keyed state in key-group order
-    (one offset per key group), then its operator state. Yields ``(index, state)`` or,
-    when the snapshot cannot be written, ``(index, reason)``: a failed snapshot declines
-    the checkpoint, it must not fail the job."""
+    (one offset per key group), then its operator state. Yields ``(index, state, None)``
+    or, when the snapshot cannot be written, ``(index, reason, None)``: a failed snapshot
+    declines the checkpoint, it must not fail the job. (The third item is the on-disk
+    backend's store token.)"""
 
     location: CheckpointLocation
     operator_uid: str
@@ -171,7 +204,7 @@ class SnapshotTask:
 
     def __call__(
         self, index: int, items: Iterable[tuple[Any, Any]]
-    ) -> Iterator[tuple[int, OperatorSubtaskState | str]]:
+    ) -> Iterator[tuple[int, OperatorSubtaskState | str, None]]:
         keyed, operator_state = [], {}
         for key, value in items:
             if isinstance(key, Slot):
@@ -181,34 +214,51 @@ class SnapshotTask:
                 group = key_group_for_key_bytes(key_bytes, self.max_parallelism)
                 keyed.append((group, key_bytes, pickle.dumps(value, protocol=5)))
         keyed.sort()
-        key_groups = key_group_range_for_subtask(self.max_parallelism, self.parallelism, index)
-        stream = None
-        try:
-            stream = self.location.state_output(self.operator_uid, index, _attempt())
-            writer = KeyedStateWriter(stream, key_groups, self.max_parallelism)
-            current = None
-            for group, key_bytes, value in keyed:
-                if group != current:
-                    writer.begin_key_group(group)
-                    current = group
-                writer.write_encoded(key_bytes, value)
-            offsets = writer.finish()
-            op_writer = OperatorStateWriter(stream, start_position=stream.tell())
-            for name, (mode, elements) in sorted(operator_state.items()):
-                op_writer.declare(name, mode)
-                for element in elements:
-                    op_writer.add(name, mode, encode_element(element))
-            handle = stream.close_and_get_handle()
-        except Exception as exc:  # any failure to write is this subtask's decline reason
-            if stream is not None:
-                stream.abort()
-            yield index, f"{type(exc).__name__}: {exc}"
-            return
-        state = OperatorSubtaskState(
-            keyed=(KeyGroupsStateHandle(key_groups, offsets, handle),),
-            operator=(op_writer.handle(handle),) if operator_state else (),
-        )
-        yield index, state
+        yield index, write_snapshot(self, index, keyed, operator_state), None
+
+
+class SnapshotParameters(Protocol):
+    location: CheckpointLocation
+    operator_uid: str
+    parallelism: int
+    max_parallelism: int
+
+
+def write_snapshot(
+    task: SnapshotParameters,
+    index: int,
+    keyed: Iterable[tuple[int, bytes, bytes]],
+    operator_state: dict[str, Any],
+) -> OperatorSubtaskState | str:
+    """Subtask ``index``'s snapshot as ONE stream: ``keyed`` entries (key group, key
+    bytes, value bytes, in key-group order) then its operator state. Returns its state,
+    or the reason it could not be written (which declines the checkpoint)."""
+    key_groups = key_group_range_for_subtask(task.max_parallelism, task.parallelism, index)
+    stream = None
+    try:
+        stream = task.location.state_output(task.operator_uid, index, _attempt())
+        writer = KeyedStateWriter(stream, key_groups, task.max_parallelism)
+        current = None
+        for group, key_bytes, value in keyed:
+            if group != current:
+                writer.begin_key_group(group)
+                current = group
+            writer.write_encoded(key_bytes, value)
+        offsets = writer.finish()
+        op_writer = OperatorStateWriter(stream, start_position=stream.tell())
+        for name, (mode, elements) in sorted(operator_state.items()):
+            op_writer.declare(name, mode)
+            for element in elements:
+                op_writer.add(name, mode, encode_element(element))
+        handle = stream.close_and_get_handle()
+    except Exception as exc:  # any failure to write is this subtask's decline reason
+        if stream is not None:
+            stream.abort()
+        return f"{type(exc).__name__}: {exc}"
+    return OperatorSubtaskState(
+        keyed=(KeyGroupsStateHandle(key_groups, offsets, handle),),
+        operator=(op_writer.handle(handle),) if operator_state else (),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,14 +275,68 @@ class LoadTask:
             pass
         subtask = self.subtasks[index]
         for _, key, value in read_subtask_keyed_state(
-            subtask, max_parallelism=self.max_parallelism
+            _streams_only(subtask), max_parallelism=self.max_parallelism
         ):
             yield key, pickle.loads(value)
-        if subtask.operator:
-            modes = {n: i.mode for h in subtask.operator for n, i in h.states.items()}
-            elements = read_operator_state(subtask.operator)
-            restored = {
-                name: (mode, [decode_element(e) for e in elements.get(name, [])])
-                for name, mode in modes.items()
-            }
-            yield Slot(index), restored
+        scratch = Path(tempfile.gettempdir(), "sparkpoint-state")
+        for _, key_bytes, value in _store_entries(subtask, scratch):
+            yield decode_key(key_bytes), pickle.loads(value)
+        yield from restored_operator_state(subtask)
+
+
+def _streams_only(subtask: SubtaskRestore) -> SubtaskRestore:
+    streams = [h for h in subtask.keyed if isinstance(h, KeyGroupsStateHandle)]
+    return replace(subtask, keyed=tuple(streams))
+
+
+def _store_entries(subtask: SubtaskRestore, scratch: Path) -> Iterator[tuple[int, bytes, bytes]]:
+    for handle in subtask.keyed:
+        if isinstance(handle, IncrementalKeyedStateHandle):
+            from sparkpoint.pipeline.store_files import entries_of
+
+            scratch.mkdir(parents=True, exist_ok=True)
+            yield from entries_of(handle, scratch)
+
+
+def keyed_entries(
+    subtask: SubtaskRestore, max_parallelism: int, scratch: Path
+) -> Iterator[tuple[int, bytes, bytes]]:
+    """``(key group, canonical key bytes, value)`` of a subtask's keyed handles, of any
+    kind: key-group streams (the canonical format), or an embedded store's files (read
+    out of a copy made under ``scratch``)."""
+    for group, key, value in read_subtask_keyed_state(
+        _streams_only(subtask), max_parallelism=max_parallelism
+    ):
+        yield group, canonical_key_bytes(key), value
+    yield from _store_entries(subtask, scratch)
+
+
+def write_operator_snapshot(
+    task: SnapshotParameters, index: int, operator_state: dict[str, Any]
+) -> tuple[OperatorStateHandle, ...]:
+    """Subtask ``index``'s operator state as a stream of its own (beside a store's files)."""
+    if not operator_state:
+        return ()
+    stream = task.location.state_output(task.operator_uid, index, _attempt())
+    try:
+        writer = OperatorStateWriter(stream)
+        for name, (mode, elements) in sorted(operator_state.items()):
+            writer.declare(name, mode)
+            for element in elements:
+                writer.add(name, mode, encode_element(element))
+        return (writer.handle(stream.close_and_get_handle()),)
+    except BaseException:
+        stream.abort()
+        raise
+
+
+def restored_operator_state(subtask: SubtaskRestore) -> Iterator[tuple[Slot, Any]]:
+    """The ``Slot(index)`` element of a subtask's restored operator state, if any."""
+    if subtask.operator:
+        modes = {n: i.mode for h in subtask.operator for n, i in h.states.items()}
+        elements = read_operator_state(subtask.operator)
+        restored = {
+            name: (mode, [decode_element(e) for e in elements.get(name, [])])
+            for name, mode in modes.items()
+        }
+        yield Slot(subtask.index), restored

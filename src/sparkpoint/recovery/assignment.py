@@ -26,7 +26,9 @@ from typing import TypeVar
 from sparkpoint.checkpoint import (
     CompletedCheckpoint,
     DistributionMode,
+    IncrementalKeyedStateHandle,
     JobGraph,
+    KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorSpec,
@@ -163,11 +165,15 @@ def _assign_operator_state(
     return [b.build() for b in builders]
 
 
-def _cut(handle: KeyGroupsStateHandle, overlap: KeyGroupRange) -> KeyGroupsStateHandle:
+def _cut(handle: KeyedStateHandle, overlap: KeyGroupRange) -> KeyedStateHandle:
     """``handle`` restricted to ``overlap`` (non-empty, inside its range): the same as
     ``handle.intersection(overlap)``, without re-validating the sliced offsets."""
     if overlap == handle.key_group_range:
         return handle
+    if isinstance(handle, IncrementalKeyedStateHandle):
+        cut = handle.intersection(overlap)
+        assert cut is not None
+        return cut
     first = overlap.start - handle.key_group_range.start
     return _unchecked(
         KeyGroupsStateHandle,
@@ -182,9 +188,9 @@ def _assign_keyed_state(
     max_parallelism: int,
     ranges: Sequence[KeyGroupRange],
     unchanged: bool,
-) -> list[list[KeyGroupsStateHandle]]:
+) -> list[list[KeyedStateHandle]]:
     parallelism = len(ranges)
-    out: list[list[KeyGroupsStateHandle]] = [[] for _ in range(parallelism)]
+    out: list[list[KeyedStateHandle]] = [[] for _ in range(parallelism)]
     for index in sorted(state.subtask_states):
         for handle in state.subtask_states[index].keyed:
             if unchanged:

@@ -15,8 +15,8 @@ from typing import Any
 from sparkpoint.checkpoint import (
     CheckpointKind,
     InvalidCheckpointValue,
+    KeyedStateHandle,
     KeyGroupRange,
-    KeyGroupsStateHandle,
     OperatorStateHandle,
     serde,
 )
@@ -36,7 +36,7 @@ class SubtaskRestore:
 
     index: int
     key_group_range: KeyGroupRange
-    keyed: tuple[KeyGroupsStateHandle, ...] = ()
+    keyed: tuple[KeyedStateHandle, ...] = ()
     operator: tuple[OperatorStateHandle, ...] = ()
 
     @property

@@ -188,12 +188,18 @@ def read_subtask_keyed_state(
     ...     state[key] = pickle.loads(value)  # doctest: +SKIP
     """
     for handle in subtask.keyed:
+        if not isinstance(handle, KeyGroupsStateHandle):
+            raise StateFileError(
+                f"subtask {subtask.index}: keyed state of key groups {handle.key_group_range} "
+                "is an embedded store's files; read it with sparkpoint.pipeline.store_files"
+            )
         if handle.key_group_range.intersection(subtask.key_group_range) != handle.key_group_range:
             raise StateFileError(
                 f"subtask {subtask.index}: handle for {handle.key_group_range} reaches outside "
                 f"its key groups {subtask.key_group_range}"
             )
-    return read_keyed_state(subtask.keyed, filesystem_for, max_parallelism=max_parallelism)
+    handles = [h for h in subtask.keyed if isinstance(h, KeyGroupsStateHandle)]
+    return read_keyed_state(handles, filesystem_for, max_parallelism=max_parallelism)
 
 
 def read_operator_state(

@@ -42,6 +42,8 @@ class ListedIds:
 
     ids: frozenset[int]
     undecodable: dict[str, int | None] = field(default_factory=dict)
+    #: The pointers that decoded.
+    pointers: tuple[CheckpointPointer, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -110,7 +112,9 @@ class ZooKeeperBackend:
         pointers = store.recover()
         named = {i for i in store.unreadable_ids.values() if i is not None}
         return ListedIds(
-            frozenset({p.checkpoint_id for p in pointers} | named), dict(store.unreadable_ids)
+            frozenset({p.checkpoint_id for p in pointers} | named),
+            dict(store.unreadable_ids),
+            tuple(pointers),
         )
 
     def leader_info(self) -> dict[str, Any] | None:
@@ -173,7 +177,8 @@ class EmbeddedBackend:
         return store.get_all() if store is not None else []
 
     def listed_ids(self, job_id: str) -> ListedIds:
-        return ListedIds(frozenset(p.checkpoint_id for p in self.retained(job_id)))
+        pointers = tuple(self.retained(job_id))
+        return ListedIds(frozenset(p.checkpoint_id for p in pointers), pointers=pointers)
 
     def leader_info(self) -> dict[str, Any] | None:
         lead = self.leadership

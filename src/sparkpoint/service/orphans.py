@@ -29,8 +29,10 @@ The counter, the pending ids and the store are read in that order: any id issued
 the counter read is above it, anything pending at the second read is kept, and a
 checkpoint that completed meanwhile left pending only once its pointer was in the store,
 where the third read finds it.
-Savepoints live elsewhere and ``shared/`` and anything not named ``chk-<n>`` are never
-looked at. A follower has no term and so no collector: it deletes nothing.
+Savepoints live elsewhere and anything else not named ``chk-<n>`` is never looked at,
+except ``shared/``: its files that no retained checkpoint references are deleted once
+unreferenced for the grace period in this term (storage/shared_files.py). A follower
+has no term and so no collector: it deletes nothing.
 
 The collector runs on its own thread every ``state.checkpoints.orphan-cleanup.interval``,
 never on the tick loop, so deleting (slow on HDFS) never holds up a trigger or an ack.
@@ -51,6 +53,7 @@ from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
 from sparkpoint.ha import HAError
 from sparkpoint.service.backend import ListedIds
 from sparkpoint.storage import OrphanDirectory
+from sparkpoint.storage.shared_files import SharedFileCollector
 
 if TYPE_CHECKING:
     from sparkpoint.runs.session import JobSession
@@ -76,6 +79,8 @@ class JobOrphans:
     #: Orphans still inside the grace period: kept for now.
     young: tuple[OrphanDirectory, ...] = ()
     error: str | None = None
+    #: ``shared/``: files referenced but missing, garbage (removed unless a dry run), young.
+    shared: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +93,7 @@ class JobOrphans:
             "young": [o.to_dict() for o in self.young],
             "young_bytes": sum(o.size_bytes for o in self.young),
             "error": self.error,
+            "shared": self.shared,
         }
 
 
@@ -146,6 +152,7 @@ class OrphanCollector:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._shared = SharedFileCollector()
 
     def start(self) -> None:
         if self._thread is not None:
@@ -220,6 +227,31 @@ class OrphanCollector:
             error="a checkpoint pointer's name gives no id: nothing of the job is collected",
         )
 
+    def _delete(
+        self, job_id: str, old: list[OrphanDirectory]
+    ) -> tuple[list[OrphanDirectory], str | None]:
+        """Delete ``old`` while the term leads; what was removed, and the last error."""
+        term = self._term
+        removed: list[OrphanDirectory] = []
+        error = None
+        for orphan in old:
+            if self._stop.is_set() or term.closed or not term.may_act():
+                error = "leadership lost during the scan; the rest is left for the next leader"
+                break
+            try:
+                term.storage.delete_orphan(job_id, orphan)
+            except STORAGE_FAILURES as exc:
+                metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
+                log.warning("could not delete orphan %s: %s", orphan.path, exc)
+                error = f"{type(exc).__name__}: {exc}"
+                continue
+            removed.append(orphan)
+            metrics.ORPHAN_DIRECTORIES_REMOVED.labels(job_id=job_id).inc()
+            metrics.ORPHAN_BYTES_REMOVED.labels(job_id=job_id).inc(orphan.size_bytes)
+            log.info("deleted orphaned checkpoint directory %s (%d bytes)",
+                     orphan.path, orphan.size_bytes)  # fmt: skip
+        return removed, error
+
     def _collect_job(self, session: JobSession, *, dry_run: bool) -> JobOrphans:
         job_id = session.job_id
         term = self._term
@@ -253,6 +285,15 @@ class OrphanCollector:
             # Nothing above the newest completed checkpoint: see the module docstring.
             newest = max(retained, default=0)
             found = [o for o in found if o.checkpoint_id < newest]
+            # A pointer that does not decode may reference any shared file: keep them all.
+            shared = self._shared.collect_job(
+                term.storage,
+                job_id,
+                [*session.store.get_all(), *listed.pointers],
+                now_ms=now,
+                grace_ms=self.grace_period_s * 1000,
+                dry_run=dry_run or not term.may_act() or bool(listed.undecodable),
+            )
         except (HAError, *STORAGE_FAILURES) as exc:
             metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
             log.warning("orphan scan of job %s failed: %s", job_id, exc)
@@ -260,30 +301,7 @@ class OrphanCollector:
         grace_ms = self.grace_period_s * 1000
         old = [o for o in found if now - o.modified_ms >= grace_ms]
         young = tuple(o for o in found if now - o.modified_ms < grace_ms)
-        removed: list[OrphanDirectory] = []
-        error = None
-        if dry_run:
-            removed = old
-        else:
-            for orphan in old:
-                if self._stop.is_set() or term.closed or not term.may_act():
-                    error = "leadership lost during the scan; the rest is left for the next leader"
-                    break
-                try:
-                    term.storage.delete_orphan(job_id, orphan)
-                except STORAGE_FAILURES as exc:
-                    metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
-                    log.warning("could not delete orphan %s: %s", orphan.path, exc)
-                    error = f"{type(exc).__name__}: {exc}"
-                    continue
-                removed.append(orphan)
-                metrics.ORPHAN_DIRECTORIES_REMOVED.labels(job_id=job_id).inc()
-                metrics.ORPHAN_BYTES_REMOVED.labels(job_id=job_id).inc(orphan.size_bytes)
-                log.info(
-                    "deleted orphaned checkpoint directory %s (%d bytes)",
-                    orphan.path,
-                    orphan.size_bytes,
-                )
+        removed, error = (old, None) if dry_run else self._delete(job_id, old)
         left = found if dry_run else [o for o in found if o not in removed]
         if not self._stop.is_set():  # a term that ended reports nothing any more
             metrics.ORPHAN_DIRECTORIES.labels(job_id=job_id).set(len(left))
@@ -296,4 +314,5 @@ class OrphanCollector:
             removed=tuple(removed),
             young=young,
             error=error,
+            shared=shared.to_dict(),
         )

@@ -17,6 +17,8 @@ from sparkpoint.storage.streams import StateOutputStream
 from sparkpoint.storage.uri import parse
 
 METADATA_FILE_NAME = "_metadata"
+#: Under a job's checkpoint directory: files referenced by several checkpoints.
+SHARED_DIR = "shared"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,26 @@ class CheckpointLocation:
         name = state_file_name(operator_uid, subtask, attempt)
         path = str(parse(self.directory).child(name))
         return StateOutputStream(self.fs, path, name, self.inline_threshold)
+
+    def store_file_output(
+        self, operator_uid: str, subtask: int, attempt: int, file_name: str
+    ) -> StateOutputStream:
+        """One of a subtask's own store files (manifest, options) in this checkpoint:
+        ``<uid>-<subtask>-<attempt>-<file name>``, inline when small."""
+        name = f"{state_file_name(operator_uid, subtask, attempt)}-{file_name}"
+        path = str(parse(self.directory).child(name))
+        return StateOutputStream(self.fs, path, name, self.inline_threshold)
+
+    @property
+    def shared_directory(self) -> str:
+        """``<checkpoint-dir>/<job>/shared``: files several checkpoints reference."""
+        return str(parse(self.directory).parent.child(SHARED_DIR))
+
+    def shared_output(self, name: str) -> StateOutputStream:
+        """A new file under ``shared/`` (always a file, created exclusively: shared names
+        are never reused)."""
+        path = str(parse(self.shared_directory).child(name))
+        return StateOutputStream(self.fs, path, name, 0)
 
     def commit_metadata(self, checkpoint: CompletedCheckpoint) -> CommittedMetadata:
         """Encode, write under a temporary name, rename to `_metadata`. Refuses a

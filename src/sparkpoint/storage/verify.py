@@ -30,7 +30,9 @@ def _referenced_files(checkpoint: CompletedCheckpoint) -> list[tuple[str, int, F
     found = []
     for uid, state in checkpoint.operator_states.items():
         for index, subtask in sorted(state.subtask_states.items()):
-            for handle in (*subtask.keyed, *subtask.operator):
+            for keyed in subtask.keyed:
+                found += [(uid, index, s) for s in keyed.streams if isinstance(s, FileStateHandle)]
+            for handle in subtask.operator:
                 if isinstance(handle.stream, FileStateHandle):
                     found.append((uid, index, handle.stream))
     return found

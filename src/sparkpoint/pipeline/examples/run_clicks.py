@@ -24,6 +24,7 @@ from sparkpoint.pipeline.embedded import EmbeddedChannel
 from sparkpoint.pipeline.examples.clicks import clicks_pipeline
 from sparkpoint.pipeline.session import spark_session
 from sparkpoint.pipeline.sources.generator import ClickEventSource
+from sparkpoint.pipeline.state_backend import BACKEND_NAMES
 
 
 def build_source(args: argparse.Namespace) -> ClickEventSource:
@@ -54,6 +55,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--interval-ms", type=int, default=1000)
     p.add_argument("--restore-from")
+    p.add_argument(
+        "--state-backend",
+        choices=BACKEND_NAMES,
+        help="where keyed state lives (default: $SPARKPOINT_STATE_BACKEND, else memory)",
+    )
     add_channel_arguments(p)
     p.add_argument(
         "--savepoint-after-epochs",
@@ -131,10 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         with progress.open("a") as f:
             f.write(json.dumps(line) + "\n")
 
-    spark = spark_session(args.master, f"sparkpoint-{args.job_id}")
+    on_disk = args.state_backend == "rocksdb" or None
+    spark = spark_session(args.master, f"sparkpoint-{args.job_id}", state_in_place=on_disk)
     pipeline = clicks_pipeline(
         args.job_id, build_source(args), args.output, parallelism=args.parallelism
     )
+    if args.state_backend:
+        pipeline = pipeline.with_state_backend(args.state_backend)
     driver = PipelineDriver(
         pipeline,
         spark,

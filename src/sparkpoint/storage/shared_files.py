@@ -1,0 +1,193 @@
+"""Files under ``<job>/shared/`` (incremental keyed state, docs/state-files.md): which
+checkpoint references which, what is missing, and what is garbage.
+
+References are derived, never stored: from the checkpoints given (the retained ones as
+the store lists them, each read from its `_metadata`), so a new leader rebuilds them by
+reading what it retains. A shared file is garbage when none of those checkpoints
+references it and it has been unreferenced for the grace period: a pending or in-doubt
+checkpoint references only files of the last completed checkpoint its driver knew and
+files it uploaded itself, and it completes or is given up within the checkpoint timeout
+(below the grace period). "Unreferenced since" is when a collector first saw the file
+unreferenced in its term (a new leader starts counting afresh), never earlier than the
+file's own modification time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sparkpoint.checkpoint import (
+    CheckpointPointer,
+    CompletedCheckpoint,
+    FileStateHandle,
+    IncrementalKeyedStateHandle,
+)
+from sparkpoint.metadata import decode_metadata
+from sparkpoint.storage.checkpoint_storage import CheckpointStorage
+from sparkpoint.storage.errors import FileNotFound
+from sparkpoint.storage.filesystem import FileStatus, FileSystem
+from sparkpoint.storage.location import SHARED_DIR
+from sparkpoint.storage.uri import parse
+
+
+def _key(path: str) -> str:
+    """Paths compare by their path part: ``file:///a/b`` and ``/a/b`` are one file."""
+    return parse(path).path
+
+
+def shared_directory(checkpoint_dir: str, job_id: str) -> str:
+    return str(parse(checkpoint_dir).child(job_id).child(SHARED_DIR))
+
+
+def shared_references(checkpoints: Iterable[CompletedCheckpoint]) -> dict[str, tuple[int, ...]]:
+    """Path of every shared file → the ids of the checkpoints that reference it."""
+    found: dict[str, set[int]] = {}
+    for checkpoint in checkpoints:
+        for state in checkpoint.operator_states.values():
+            for subtask in state.subtask_states.values():
+                for handle in subtask.keyed:
+                    if not isinstance(handle, IncrementalKeyedStateHandle):
+                        continue
+                    for f in handle.shared:
+                        if isinstance(f.stream, FileStateHandle):
+                            found.setdefault(f.stream.path, set()).add(checkpoint.checkpoint_id)
+    return {path: tuple(sorted(ids)) for path, ids in sorted(found.items())}
+
+
+@dataclass(frozen=True, slots=True)
+class SharedFilesReport:
+    """``missing``: referenced but not there (state that cannot be restored).
+    ``garbage``: unreferenced for the grace period (to delete). ``young``: unreferenced,
+    not yet for the grace period (kept)."""
+
+    directory: str
+    referenced: Mapping[str, tuple[int, ...]]
+    missing: tuple[str, ...]
+    garbage: tuple[FileStatus, ...]
+    young: tuple[FileStatus, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.garbage
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "directory": self.directory,
+            "referenced": len(self.referenced),
+            "missing": [{"path": p, "checkpoints": list(self.referenced[p])} for p in self.missing],
+            "garbage": [{"path": f.path, "size_bytes": f.size} for f in self.garbage],
+            "garbage_bytes": sum(f.size for f in self.garbage),
+            "young": [{"path": f.path, "size_bytes": f.size} for f in self.young],
+        }
+
+
+def list_shared_files(fs: FileSystem, directory: str) -> list[FileStatus]:
+    try:
+        return [f for f in fs.list(directory) if not f.is_dir]
+    except FileNotFound:
+        return []
+
+
+def check_shared_files(
+    directory: str,
+    listing: Iterable[FileStatus],
+    checkpoints: Iterable[CompletedCheckpoint],
+    *,
+    now_ms: int,
+    grace_ms: float,
+    unreferenced_since: Mapping[str, int] | None = None,
+) -> SharedFilesReport:
+    """Compare the files of ``directory`` with what ``checkpoints`` reference.
+
+    >>> check_shared_files("/c/j/shared", [], [], now_ms=0, grace_ms=1).ok
+    True
+    """
+    referenced = shared_references(checkpoints)
+    present = {_key(f.path): f for f in listing}
+    wanted = {_key(p): p for p in referenced}
+    missing = tuple(sorted(p for k, p in wanted.items() if k not in present))
+    garbage, young = [], []
+    since = unreferenced_since or {}
+    for key, status in sorted(present.items()):
+        if key in wanted:
+            continue
+        start = max(status.modification_time_ms, since.get(key, status.modification_time_ms))
+        (garbage if now_ms - start >= grace_ms else young).append(status)
+    return SharedFilesReport(directory, referenced, missing, tuple(garbage), tuple(young))
+
+
+class SharedFileCollector:
+    """The leader's collector of one term for ``shared/``: remembers since when each
+    file is unreferenced (in this term), and deletes what stayed so for the grace
+    period. Paths refused unless they are directly under the job's ``shared/``."""
+
+    def __init__(self) -> None:
+        self._unreferenced_since: dict[str, dict[str, int]] = {}
+
+    def collect(
+        self,
+        fs: FileSystem,
+        checkpoint_dir: str,
+        job_id: str,
+        retained: Iterable[CompletedCheckpoint],
+        *,
+        now_ms: int,
+        grace_ms: float,
+        dry_run: bool,
+    ) -> SharedFilesReport:
+        retained = list(retained)
+        directory = shared_directory(checkpoint_dir, job_id)
+        listing = list_shared_files(fs, directory)
+        referenced = {_key(p) for p in shared_references(retained)}
+        seen = self._unreferenced_since.setdefault(job_id, {})
+        for stale in [k for k in seen if k in referenced]:
+            del seen[stale]
+        for f in listing:
+            if _key(f.path) not in referenced:
+                seen.setdefault(_key(f.path), now_ms)
+        report = check_shared_files(
+            directory,
+            listing,
+            retained,
+            now_ms=now_ms,
+            grace_ms=grace_ms,
+            unreferenced_since=seen,
+        )
+        if not dry_run:
+            root = _key(directory).rstrip("/") + "/"
+            for f in report.garbage:
+                key = _key(f.path)
+                if key.startswith(root) and "/" not in key[len(root) :]:
+                    fs.delete(f.path)
+                    seen.pop(key, None)
+        return report
+
+    def collect_job(
+        self,
+        storage: CheckpointStorage,
+        job_id: str,
+        retained: Iterable[CheckpointPointer],
+        *,
+        now_ms: int,
+        grace_ms: float,
+        dry_run: bool,
+    ) -> SharedFilesReport:
+        """As :meth:`collect`, reading each retained checkpoint's `_metadata` (one per
+        id; the pointers may come from several reads of the store)."""
+        checkpoints = []
+        for pointer in {p.checkpoint_id: p for p in retained}.values():
+            fs = storage.filesystem(pointer.metadata_uri)
+            data = fs.read(pointer.metadata_uri)
+            base = str(parse(pointer.metadata_uri).parent)
+            checkpoints.append(decode_metadata(data, source=pointer.metadata_uri, base_dir=base))
+        return self.collect(
+            storage.filesystem(storage.checkpoint_dir),
+            storage.checkpoint_dir,
+            job_id,
+            checkpoints,
+            now_ms=now_ms,
+            grace_ms=grace_ms,
+            dry_run=dry_run,
+        )
