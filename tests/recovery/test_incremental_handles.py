@@ -17,8 +17,8 @@ from sparkpoint.checkpoint import (
     OperatorSubtaskState,
     StoreFile,
 )
-from sparkpoint.recovery import key_group_range_for_subtask, plan_restore
 from sparkpoint.checkpoint.serde import keyed_from_dict, keyed_to_dict
+from sparkpoint.recovery import key_group_range_for_subtask, plan_restore
 
 M = 128
 
