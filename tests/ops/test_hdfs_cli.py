@@ -12,6 +12,7 @@ from sparkpoint.ops.hdfs import HdfsLaunchError, LocalHdfs
 from sparkpoint.storage import CheckpointStorage, filesystem_for
 from tests.ops.test_zookeeper_cli import sparkpoint
 from tests.storage.test_checkpoint_storage import make_checkpoint
+from tests.support.waiting import wait_until
 
 
 @pytest.mark.slow
@@ -27,10 +28,16 @@ def test_start_status_stop(tmp_path: Path) -> None:
         # What the printed address is for: a checkpoint directory under /tmp, any user.
         fs = filesystem_for(f"{report['webhdfs_uri']}/tmp/c", user="someone")
         fs.create_exclusive(f"{report['webhdfs_uri']}/tmp/c/f", b"x" * 3_000_000)
-        status = sparkpoint("hdfs", "status", "--dir", str(directory), "--json")
-        assert status.returncode == 0, status.stderr
-        live = json.loads(status.stdout)
-        assert live["live_datanodes"] == 2 and live["used_bytes"] >= 2 * 3_000_000
+
+        # DataNodes report what they hold with their heartbeats (every 3 s): wait for it.
+        def reported() -> dict | None:
+            status = sparkpoint("hdfs", "status", "--dir", str(directory), "--json")
+            assert status.returncode == 0, status.stderr
+            live = json.loads(status.stdout)
+            return live if live["used_bytes"] >= 2 * 3_000_000 else None
+
+        live = wait_until(reported, timeout=60, message="the DataNodes report the file")
+        assert live["live_datanodes"] == 2
         table = sparkpoint("hdfs", "status", "--dir", str(directory))
         assert "2 live DataNodes" in table.stdout and "safe mode off" in table.stdout
     finally:

@@ -25,7 +25,7 @@ from sparkpoint.ops.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline import PipelineDriver
 from sparkpoint.pipeline.remote import RemoteChannel
 from sparkpoint.service import Service, start_service
-from sparkpoint.storage import CheckpointStorage, filesystem_for
+from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.support.hdfs import own_cluster
 from tests.support.waiting import wait_until
@@ -174,39 +174,5 @@ def test_datanode_killed_while_executors_write_state(harness_for: Any) -> None:
     wait_until(lambda: cid in h.stored(), timeout=60, message=f"checkpoint {cid} completes")
     following = h.checkpoint()
     wait_until(lambda: following in h.stored(), timeout=60, message="the next one completes")
-    h.assert_hdfs_matches_zookeeper()
-    h.finish()
-
-
-def test_namenode_killed_and_restarted_during_a_checkpoint(harness_for: Any) -> None:
-    h: Harness = harness_for(2)
-    namenode = h.hdfs.namenode
-    cid, writing = h.checkpoint_in_background([namenode])
-    try:
-        wait_until(
-            lambda: in_flight(namenode.http_port),
-            timeout=60,
-            message="state uploads in flight to the frozen NameNode",
-        )
-    finally:
-        h.hdfs.stop_daemon(namenode, signal.SIGKILL)
-    h.hdfs.start_daemon(namenode)  # the writers retry meanwhile, or give up and decline
-    h.hdfs.wait_ready(timeout=120, datanodes=3)
-    writing.join(180)
-    assert not writing.is_alive()
-    wait_until(
-        lambda: (
-            cid in h.stored()
-            or cid in dict(h.driver.status.aborted)
-            or cid in dict(h.driver.status.declined)
-        ),
-        timeout=60,
-        message=f"checkpoint {cid} completed or aborted",
-    )
-    following = h.checkpoint()
-    wait_until(lambda: following in h.stored(), timeout=60, message="the next one completes")
-    metadata = f"{h.storage.checkpoint_directory(JOB, cid)}/_metadata"
-    # Completed or aborted, never half: listed in ZooKeeper exactly when its `_metadata` is.
-    assert (cid in h.stored()) is filesystem_for(metadata).exists(metadata)
     h.assert_hdfs_matches_zookeeper()
     h.finish()
