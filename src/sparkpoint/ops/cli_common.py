@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -67,3 +68,19 @@ def output_console(**options: Any) -> Console:
     if console.is_terminal:
         return console
     return Console(soft_wrap=True, width=PIPE_WIDTH, **options)
+
+
+#: ``--json`` of every command that prints: machine-readable output for scripts.
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+def server_dir_option(default: Path, help_text: str) -> Callable[[F], F]:
+    """``--dir`` of a local server's start/status/stop (ZooKeeper, HDFS, Kafka)."""
+    return click.option(
+        "--dir",
+        "directory",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=default,
+        show_default=True,
+        help=help_text,
+    )

@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from sparkpoint.ops.cli_common import json_option, server_dir_option
 from sparkpoint.ops.hdfs import DEFAULT_BLOCK_SIZE, HdfsLaunchError, LocalHdfs
 from sparkpoint.ops.jvm import JvmArtifactsError
 
@@ -26,15 +27,9 @@ def hdfs_group() -> None:
     """
 
 
-_dir_option = click.option(
-    "--dir",
-    "directory",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_DIR,
-    show_default=True,
-    help="Where the daemons keep their configuration, data, logs and the launcher's state.",
+_dir_option = server_dir_option(
+    DEFAULT_DIR, "Where the daemons keep their configuration, data, logs and the launcher's state."
 )
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
 @hdfs_group.command("start")
@@ -47,7 +42,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON 
 @click.option("--timeout", type=float, default=120.0, show_default=True,
               help="Seconds to wait for every DataNode live, safe mode off.")  # fmt: skip
 @_dir_option
-@_json_option
+@json_option
 def start(
     datanodes: int,
     replication: int | None,
@@ -90,7 +85,7 @@ def stop(directory: Path) -> None:
 
 @hdfs_group.command("status")
 @_dir_option
-@_json_option
+@json_option
 def status(directory: Path, as_json: bool) -> None:
     """Live DataNodes, safe mode, capacity and addresses (exit 1 if the NameNode is down)."""
     try:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from sparkpoint.ops.cli_common import json_option, server_dir_option
 from sparkpoint.ops.jvm import JvmArtifactsError
 from sparkpoint.ops.kafka import KafkaLaunchError, LocalKafka
 
@@ -23,15 +24,9 @@ def kafka_group() -> None:
     """
 
 
-_dir_option = click.option(
-    "--dir",
-    "directory",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_DIR,
-    show_default=True,
-    help="Where the nodes keep their data, logs and the launcher's state.",
+_dir_option = server_dir_option(
+    DEFAULT_DIR, "Where the nodes keep their data, logs and the launcher's state."
 )
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
 @kafka_group.command("start")
@@ -40,7 +35,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON 
 @click.option("--timeout", type=float, default=120.0, show_default=True,
               help="Seconds to wait for the cluster to serve.")  # fmt: skip
 @_dir_option
-@_json_option
+@json_option
 def start(nodes: str, timeout: float, directory: Path, as_json: bool) -> None:
     """Start Kafka and print its bootstrap servers once it serves."""
     kafka = LocalKafka(directory, nodes=int(nodes))
@@ -69,7 +64,7 @@ def stop(directory: Path) -> None:
 
 @kafka_group.command("status")
 @_dir_option
-@_json_option
+@json_option
 def status(directory: Path, as_json: bool) -> None:
     """Show each node's address, pid and whether it serves; exit 1 unless all do."""
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from sparkpoint.ops.cli_common import output_console
+from sparkpoint.ops.cli_common import json_option, output_console, server_dir_option
 from sparkpoint.ops.zookeeper import LocalZooKeeper, ZooKeeperLaunchError
 
 DEFAULT_DIR = Path(".sparkpoint/zookeeper")
@@ -24,15 +24,9 @@ def zookeeper_group() -> None:
     """
 
 
-_dir_option = click.option(
-    "--dir",
-    "directory",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_DIR,
-    show_default=True,
-    help="Where the servers keep their data, logs and the launcher's state.",
+_dir_option = server_dir_option(
+    DEFAULT_DIR, "Where the servers keep their data, logs and the launcher's state."
 )
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
 @zookeeper_group.command("start")
@@ -45,7 +39,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON 
 @click.option("--timeout", type=float, default=60.0, show_default=True,
               help="Seconds to wait for the servers to serve.")  # fmt: skip
 @_dir_option
-@_json_option
+@json_option
 def start(
     port: int | None, servers: str, tick_ms: int, timeout: float, directory: Path, as_json: bool
 ) -> None:
@@ -76,7 +70,7 @@ def stop(directory: Path) -> None:
 
 @zookeeper_group.command("status")
 @_dir_option
-@_json_option
+@json_option
 def status(directory: Path, as_json: bool) -> None:
     """Show each server: address, process and role (exit 1 if none serves)."""
     try:
