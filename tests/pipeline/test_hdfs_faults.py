@@ -10,9 +10,11 @@ connection (the kernel accepts it); the test sees which daemon holds one in
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from sparkpoint.ops.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline import PipelineDriver
 from sparkpoint.pipeline.remote import RemoteChannel
 from sparkpoint.service import Service, start_service
-from sparkpoint.storage import CheckpointStorage
+from sparkpoint.storage import CheckpointStorage, filesystem_for
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.support.hdfs import own_cluster
 from tests.support.waiting import wait_until
@@ -80,6 +82,21 @@ class Harness:
         store = ZooKeeperCompletedCheckpointStore(self.observer, JOB, None)
         return [p.checkpoint_id for p in store.recover()]
 
+    def outcome(self, cid: int) -> str:
+        """The checkpoint's status as the leader's REST API reports it (``COMPLETED``,
+        ``FAILED``, ``IN_PROGRESS``): the coordinator's view, not the driver's, which
+        hears an abort only at its next heartbeat."""
+        url = f"{self.service.address}/v1/jobs/{JOB}/checkpoints/{cid}"
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            return str(json.load(reply)["status"])
+
+    def settled(self, cid: int) -> str:
+        return wait_until(
+            lambda: (status := self.outcome(cid)) != "IN_PROGRESS" and status,
+            timeout=180,
+            message=f"checkpoint {cid} completes or aborts",
+        )
+
     def checkpoint(self) -> int:
         cid = self.channel.trigger_checkpoint()
         self.driver.run(max_epochs=1)
@@ -111,6 +128,19 @@ class Harness:
         self.driver.close()
         assert support.committed(self.pipeline) == support.expected()  # exactly once
 
+    def restart_and_finish(self, spark: Any) -> None:
+        """A crash of the driver, then a new one restoring from the latest completed
+        checkpoint (its state files read back from HDFS) and running to the end."""
+        latest = max(self.stored())
+        self.driver.close()
+        self.channel = RemoteChannel(
+            [self.service.address.split("://", 1)[1]], checkpoint_config={"interval_ms": MANUAL}
+        )
+        self.driver = PipelineDriver(self.pipeline, spark, self.channel, inline_threshold=0)
+        restored = self.driver.start()
+        assert restored is not None and restored.checkpoint_id == latest, restored
+        self.finish()
+
 
 @pytest.fixture
 def harness_for(
@@ -130,6 +160,9 @@ def harness_for(
                 "rest.auth.enabled": "false",
                 "state.checkpoints.dir": f"{hdfs.webhdfs_uri}/tmp/ckpt",
                 "state.checkpoints.num-retained": "10",
+                # Ride out an HDFS fault: a declined checkpoint is retried at the next
+                # one instead of failing the job.
+                "execution.checkpointing.tolerable-failed-checkpoints": "3",
             },
             environ={},
         )
@@ -176,3 +209,66 @@ def test_datanode_killed_while_executors_write_state(harness_for: Any) -> None:
     wait_until(lambda: following in h.stored(), timeout=60, message="the next one completes")
     h.assert_hdfs_matches_zookeeper()
     h.finish()
+
+
+def test_datanode_with_the_only_replica_killed_while_executors_write_state(
+    harness_for: Any, spark: Any
+) -> None:
+    """Replication 1: the DataNode an upload streams to dies mid-snapshot, so that file
+    is lost with it. The checkpoint completes only if every upload was sent again whole
+    to a live DataNode; otherwise the subtask declines and it aborts. Never half: listed
+    in ZooKeeper exactly when its `_metadata` exists. The next one completes, and a new
+    driver restores from it."""
+    h: Harness = harness_for(1)
+    datanodes = list(h.hdfs.datanodes)
+    cid, writing = h.checkpoint_in_background(datanodes)
+    try:
+        busy = wait_until(
+            lambda: [d for d in datanodes if in_flight(d.http_port)],
+            timeout=60,
+            message="state uploads in flight to the frozen DataNodes",
+        )
+        h.hdfs.stop_daemon(busy[0], signal.SIGKILL)
+    finally:
+        _freeze([d for d in datanodes if d.pid is not None], signal.SIGCONT)
+    writing.join(180)
+    assert not writing.is_alive()
+    status = h.settled(cid)
+    assert status in ("COMPLETED", "FAILED"), status
+    assert (status == "COMPLETED") is (cid in h.stored())
+    metadata = f"{h.storage.checkpoint_directory(JOB, cid)}/_metadata"
+    assert (cid in h.stored()) is filesystem_for(metadata).exists(metadata)
+    following = h.checkpoint()
+    assert h.settled(following) == "COMPLETED"
+    wait_until(lambda: following in h.stored(), timeout=60, message="the next one is stored")
+    h.assert_hdfs_matches_zookeeper()
+    h.restart_and_finish(spark)
+
+
+def test_namenode_killed_and_restarted_during_a_checkpoint(harness_for: Any, spark: Any) -> None:
+    h: Harness = harness_for(2)
+    namenode = h.hdfs.namenode
+    cid, writing = h.checkpoint_in_background([namenode])
+    try:
+        wait_until(
+            lambda: in_flight(namenode.http_port),
+            timeout=60,
+            message="state uploads in flight to the frozen NameNode",
+        )
+    finally:
+        h.hdfs.stop_daemon(namenode, signal.SIGKILL)
+    h.hdfs.start_daemon(namenode)  # the writers retry meanwhile, or give up and decline
+    h.hdfs.wait_ready(timeout=120, datanodes=3)
+    writing.join(180)
+    assert not writing.is_alive()
+    status = h.settled(cid)
+    assert status in ("COMPLETED", "FAILED"), status
+    # Completed or aborted, never half: listed in ZooKeeper exactly when its `_metadata` is.
+    metadata = f"{h.storage.checkpoint_directory(JOB, cid)}/_metadata"
+    assert (status == "COMPLETED") is (cid in h.stored())
+    assert (cid in h.stored()) is filesystem_for(metadata).exists(metadata)
+    following = h.checkpoint()
+    assert h.settled(following) == "COMPLETED"
+    wait_until(lambda: following in h.stored(), timeout=60, message="the next one is stored")
+    h.assert_hdfs_matches_zookeeper()
+    h.restart_and_finish(spark)

@@ -460,6 +460,10 @@ class PipelineDriver:
             ),
             tuple(tokens.get(i) for i in range(self._p)),
         )
+        # Read it back now, while the files are the ones just written, not lazily in the
+        # next epoch: the live state then never waits on HDFS (a DataNode lost later
+        # takes only the checkpoint's copy, not the pipeline's state with it).
+        self.state.count()
 
     def _driver_side_acks(self, location: CheckpointLocation) -> list[Ack]:
         """Source offsets and sink transactions, one operator-state stream per subtask."""
