@@ -3,4 +3,4 @@
 source "$(dirname "$0")/bootstrap.sh"
 sync_venv
 install_chromium
-SPARKPOINT_UI_SCREENSHOTS="$ROOT/docs/img" exec .venv/bin/python -m pytest tests/ui/test_pages.py -q "$@"
+SPARKPOINT_UI_SCREENSHOTS="$ROOT/docs/img" exec .venv/bin/python -m pytest tests/ui/test_pages.py tests/ui/test_checkpoint_sizes.py -q "$@"

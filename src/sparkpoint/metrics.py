@@ -88,7 +88,13 @@ LAST_CHECKPOINT_TIMESTAMP = Gauge(
 )
 LAST_CHECKPOINT_SIZE = Gauge(
     "sparkpoint_last_completed_checkpoint_size_bytes",
-    "State size of the newest completed checkpoint.",
+    "Full size of the newest completed checkpoint: every byte of state it references.",
+    ["job_id"],
+)
+LAST_CHECKPOINT_CHECKPOINTED_SIZE = Gauge(
+    "sparkpoint_last_completed_checkpoint_checkpointed_size_bytes",
+    "Checkpointed size of the newest completed checkpoint: the bytes it wrote itself "
+    "(less than the full size when incremental state reuses earlier checkpoints' files).",
     ["job_id"],
 )
 LAST_CHECKPOINT_ID = Gauge(
@@ -165,9 +171,10 @@ ORPHAN_SCANS = Counter(
 PER_JOB = (
     STORE_UNREADABLE_POINTERS, CHECKPOINTS_TRIGGERED, CHECKPOINTS_COMPLETED, CHECKPOINTS_FAILED,
     CHECKPOINTS_EXPIRED, PENDING_CHECKPOINTS, CHECKPOINT_DURATION, CHECKPOINT_FINALIZE_DURATION,
-    LAST_CHECKPOINT_TIMESTAMP, LAST_CHECKPOINT_SIZE, LAST_CHECKPOINT_ID, CHECKPOINT_INTERVAL,
-    RESTORES, RESTORE_FALLBACKS, ORPHAN_DIRECTORIES, ORPHAN_BYTES, ORPHAN_DIRECTORIES_REMOVED,
-    ORPHAN_BYTES_REMOVED, ORPHAN_SCAN_FAILURES, ORPHAN_UNDECODABLE_POINTERS,
+    LAST_CHECKPOINT_TIMESTAMP, LAST_CHECKPOINT_SIZE, LAST_CHECKPOINT_CHECKPOINTED_SIZE,
+    LAST_CHECKPOINT_ID, CHECKPOINT_INTERVAL, RESTORES, RESTORE_FALLBACKS, ORPHAN_DIRECTORIES,
+    ORPHAN_BYTES, ORPHAN_DIRECTORIES_REMOVED, ORPHAN_BYTES_REMOVED, ORPHAN_SCAN_FAILURES,
+    ORPHAN_UNDECODABLE_POINTERS,
 )  # fmt: skip
 
 

@@ -57,6 +57,21 @@ def test_pointer_round_trips_and_rejects_garbage() -> None:
             CheckpointPointer.from_bytes(raw)
 
 
+def test_pointer_checkpointed_size_defaults_to_its_full_size_and_never_exceeds_it() -> None:
+    pointer = CheckpointPointer(
+        "j1", 7, CheckpointKind.CHECKPOINT, 1000, 1250, "file:///cp/j1/chk-7/_metadata", 42
+    )
+    assert pointer.checkpointed_size == 42  # as every pointer written before it was recorded
+    older = {k: v for k, v in pointer.to_dict().items() if k != "checkpointed_size"}
+    assert CheckpointPointer.from_dict(older).checkpointed_size == 42
+    incremental = CheckpointPointer.from_dict({**older, "checkpointed_size": 5})
+    assert (incremental.state_size, incremental.checkpointed_size) == (42, 5)
+    assert CheckpointPointer.from_bytes(incremental.to_bytes()) == incremental
+    for bad in (43, -2):
+        with pytest.raises(InvalidCheckpointValue, match="checkpointed size"):
+            CheckpointPointer.from_dict({**older, "checkpointed_size": bad})
+
+
 def test_key_group_range_intersection_and_keyed_handle_slicing() -> None:
     handle = KeyGroupsStateHandle(KeyGroupRange(0, 3), (0, 10, 10, 25), FileStateHandle("f", 40))
     part = handle.intersection(KeyGroupRange(2, 9))

@@ -100,9 +100,10 @@ def savepoint_case() -> CompletedCheckpoint:
     )
 
 
-def _incremental_state() -> OperatorState:
+def _incremental_state(reused: frozenset[str] = frozenset()) -> OperatorState:
     # An embedded store per subtask: SST files shared with other checkpoints, under
-    # <job>/shared/, and the store's own small files inline or in chk-44.
+    # <job>/shared/, and the store's own small files inline or in chk-44; ``reused``
+    # names the SST files an earlier checkpoint uploaded.
     shared = "hdfs://namenode:8020/sparkpoint/checkpoints/clicks/shared"
     own = "hdfs://namenode:8020/sparkpoint/checkpoints/clicks/chk-44"
 
@@ -124,6 +125,7 @@ def _incremental_state() -> OperatorState:
                         StoreFile("MANIFEST-000016", FileStateHandle(
                             f"{own}/counts-{i}-0-MANIFEST-000016", 733)),
                     ),
+                    reused,
                 ),
             )
         )  # fmt: skip
@@ -147,14 +149,30 @@ def incremental_case() -> CompletedCheckpoint:
     )
 
 
+def incremental_reused_case() -> CompletedCheckpoint:
+    # The next checkpoint: 000009.sst of every store was uploaded by checkpoint 44.
+    return CompletedCheckpoint(
+        job_id="clicks",
+        checkpoint_id=45,
+        kind=CheckpointKind.CHECKPOINT,
+        trigger_timestamp_ms=1_763_700_180_000,
+        completion_timestamp_ms=1_763_700_180_205,
+        operator_states={
+            "source": _source_state(),
+            "counts": _incremental_state(frozenset({"000009.sst"})),
+        },
+    )
+
+
 #: name → (checkpoint, relative_to when encoded, base_dir when decoded)
 CASES = {
     "checkpoint": (checkpoint_case, None),
     "savepoint": (savepoint_case, SAVEPOINT_DIR),
     "incremental": (incremental_case, None),
+    "incremental-reused": (incremental_reused_case, None),
 }
 #: The first format version able to hold a case (the others: every version).
-SINCE = {"incremental": 2}
+SINCE = {"incremental": 2, "incremental-reused": 3}
 
 
 def cases_of(version: int) -> set[str]:

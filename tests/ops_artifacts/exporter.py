@@ -37,6 +37,7 @@ def record_samples() -> None:
         metrics.CHECKPOINT_FINALIZE_DURATION.labels(job_id=job).observe(0.03)
         metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job_id=job).set(1_700_000_000.5)
         metrics.LAST_CHECKPOINT_SIZE.labels(job_id=job).set(4096)
+        metrics.LAST_CHECKPOINT_CHECKPOINTED_SIZE.labels(job_id=job).set(512)
         metrics.LAST_CHECKPOINT_ID.labels(job_id=job).set(10)
         metrics.CHECKPOINT_INTERVAL.labels(job_id=job).set(10)
         metrics.RESTORES.labels(job_id=job).inc(1)

@@ -165,6 +165,20 @@ def test_checkpoints_of_the_on_disk_backend_are_incremental(spark: Any, tmp_path
     for c in checkpoints:
         for subtask in c.checkpoint.operator_states["process"].subtask_states.values():
             assert isinstance(subtask.keyed[0], IncrementalKeyedStateHandle)
+    # Checkpointed size: what each one uploaded — the first everything, the second its
+    # private files and the SST files the first did not have (docs/ui.md). (State this
+    # small is rewritten by compaction between them; a store that keeps its files:
+    # tests/pipeline/test_checkpointed_size.py.)
+    first, second = (c.checkpoint.operator_states["process"].subtask_states for c in checkpoints)
+    assert first[0].checkpointed_size == first[0].state_size
+    for index, subtask in second.items():
+        handle, base = subtask.keyed[0], first[index].keyed[0]
+        assert isinstance(handle, IncrementalKeyedStateHandle)
+        assert isinstance(base, IncrementalKeyedStateHandle)
+        uploaded = {f.stream for f in handle.shared} - {f.stream for f in base.shared}
+        assert handle.reused == {f.name for f in handle.shared if f.stream not in uploaded}
+        on_disk = sum(Path(s.path).stat().st_size for s in uploaded)  # type: ignore[union-attr]
+        assert handle.checkpointed_size == on_disk + sum(f.stream.size for f in handle.private)
     shared = shared_directory(str(tmp_path / "ckpt"), "incr")
     report = check_shared_files(
         shared,

@@ -38,3 +38,8 @@ def test_state_size_equals_the_bytes_on_disk(spark: Any, tmp_path: Path) -> None
     assert shared, "no subtask wrote keyed and operator state into one file"
     assert checkpoint.state_size == sum(on_disk.values())
     assert describe_checkpoint(checkpoint)["state_size"] == sum(on_disk.values())
+    # Nothing in it is shared with another checkpoint: it wrote all it references.
+    assert checkpoint.checkpointed_size == checkpoint.state_size
+    for state in checkpoint.operator_states.values():
+        for sub in state.subtask_states.values():
+            assert sub.checkpointed_size == sub.state_size

@@ -141,7 +141,9 @@ class IncrementalKeyedStateHandle:
     ``shared`` files (immutable SST files) live under ``<job>/shared/`` with names never
     reused, and later checkpoints reference them again instead of writing them anew;
     ``private`` files (the store's manifest and options) belong to this checkpoint.
-    ``instance`` names the store the files came from.
+    ``instance`` names the store the files came from. ``reused`` names the shared files
+    an earlier checkpoint uploaded and this one only references again; every other file
+    this checkpoint wrote itself (Flink's "checkpointed size" against its full size).
     """
 
     key_group_range: KeyGroupRange
@@ -149,10 +151,12 @@ class IncrementalKeyedStateHandle:
     instance: str
     shared: tuple[StoreFile, ...]
     private: tuple[StoreFile, ...]
+    reused: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shared", tuple(self.shared))
         object.__setattr__(self, "private", tuple(self.private))
+        object.__setattr__(self, "reused", frozenset(self.reused))
         if self.key_group_range.intersection(self.store_range) != self.key_group_range:
             raise InvalidCheckpointValue(
                 f"incremental keyed state: key groups {self.key_group_range} are not inside "
@@ -163,6 +167,12 @@ class IncrementalKeyedStateHandle:
             raise InvalidCheckpointValue(
                 f"incremental keyed state {self.store_range}: a store file appears twice"
             )
+        unknown = self.reused.difference(f.name for f in self.shared)
+        if unknown:
+            raise InvalidCheckpointValue(
+                f"incremental keyed state {self.store_range}: reused files "
+                f"{sorted(unknown)} are not among its shared files"
+            )
 
     def intersection(self, key_groups: KeyGroupRange) -> IncrementalKeyedStateHandle | None:
         """The same files, read for the part of ``key_groups`` this handle covers."""
@@ -172,13 +182,23 @@ class IncrementalKeyedStateHandle:
         if overlap == self.key_group_range:
             return self
         return IncrementalKeyedStateHandle(
-            overlap, self.store_range, self.instance, self.shared, self.private
+            overlap, self.store_range, self.instance, self.shared, self.private, self.reused
         )
 
     @property
     def state_size(self) -> int:
-        """Every byte a restore reads (the full size; see ``shared`` for what is reused)."""
+        """Every byte a restore reads: the full size, shared files included."""
         return sum(f.stream.size for f in (*self.shared, *self.private))
+
+    @property
+    def reused_size(self) -> int:
+        """Bytes of the shared files an earlier checkpoint wrote (``reused``)."""
+        return sum(f.stream.size for f in self.shared if f.name in self.reused)
+
+    @property
+    def checkpointed_size(self) -> int:
+        """Bytes this checkpoint wrote: its private files and the shared files new in it."""
+        return self.state_size - self.reused_size
 
     @property
     def streams(self) -> tuple[StreamStateHandle, ...]:

@@ -14,6 +14,9 @@ from sparkpoint.checkpoint.ids import validate_checkpoint_id, validate_job_id
 from sparkpoint.checkpoint.status import CheckpointKind
 
 _POINTER_FORMAT = 1
+#: ``checkpointed_size`` not given: the full size (as read from pointers written before
+#: the two sizes were told apart).
+AS_FULL_SIZE = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +25,8 @@ class CheckpointPointer:
 
     ``metadata_uri`` is the location of its ``_metadata`` file (``file:///…``, a plain path,
     ``hdfs://…`` or ``webhdfs://…``). Times are milliseconds since the Unix epoch.
+    ``state_size`` is the full size (every byte of state the checkpoint references),
+    ``checkpointed_size`` the part of it the checkpoint wrote itself.
     """
 
     job_id: str
@@ -32,8 +37,11 @@ class CheckpointPointer:
     metadata_uri: str
     state_size: int = 0
     metadata_checksum: str = ""
+    checkpointed_size: int = AS_FULL_SIZE
 
     def __post_init__(self) -> None:
+        if self.checkpointed_size == AS_FULL_SIZE:
+            object.__setattr__(self, "checkpointed_size", self.state_size)
         validate_job_id(self.job_id)
         validate_checkpoint_id(self.checkpoint_id)
         if not isinstance(self.kind, CheckpointKind):
@@ -51,6 +59,11 @@ class CheckpointPointer:
         if self.state_size < 0:
             raise InvalidCheckpointValue(
                 f"checkpoint {self.checkpoint_id}: negative state size {self.state_size}"
+            )
+        if not 0 <= self.checkpointed_size <= self.state_size:
+            raise InvalidCheckpointValue(
+                f"checkpoint {self.checkpoint_id}: checkpointed size {self.checkpointed_size} "
+                f"is not within 0..{self.state_size} (its full size)"
             )
 
     @property
@@ -71,6 +84,7 @@ class CheckpointPointer:
             "completion_timestamp_ms": self.completion_timestamp_ms,
             "metadata_uri": self.metadata_uri,
             "state_size": self.state_size,
+            "checkpointed_size": self.checkpointed_size,
             "metadata_checksum": self.metadata_checksum,
         }
 
@@ -96,6 +110,7 @@ class CheckpointPointer:
                 metadata_uri=data["metadata_uri"],
                 state_size=int(data.get("state_size", 0)),
                 metadata_checksum=str(data.get("metadata_checksum", "")),
+                checkpointed_size=int(data.get("checkpointed_size", AS_FULL_SIZE)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, InvalidCheckpointValue):

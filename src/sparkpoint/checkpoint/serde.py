@@ -70,6 +70,7 @@ def keyed_to_dict(handle: KeyedStateHandle) -> dict[str, Any]:
             "instance": handle.instance,
             "shared": [_store_file_to_dict(f) for f in handle.shared],
             "private": [_store_file_to_dict(f) for f in handle.private],
+            "reused": sorted(handle.reused),
         }
     return {
         "key_groups": range_to_list(handle.key_group_range),
@@ -100,6 +101,7 @@ def keyed_from_dict(data: Any) -> KeyedStateHandle:
                     StoreFile(str(f["name"]), stream_from_dict(f["stream"]))
                     for f in data["private"]
                 ),
+                frozenset(str(name) for name in data.get("reused", ())),
             )
         return KeyGroupsStateHandle(
             range_from_list(data["key_groups"]),

@@ -43,6 +43,13 @@ class OperatorSubtaskState:
             h.state_size for h in incremental
         )
 
+    @property
+    def checkpointed_size(self) -> int:
+        """Bytes of ``state_size`` this checkpoint wrote: all of it but the shared files
+        of incremental state that an earlier checkpoint uploaded."""
+        incremental = (h for h in self.keyed if isinstance(h, IncrementalKeyedStateHandle))
+        return self.state_size - sum(h.reused_size for h in incremental)
+
 
 @dataclass(frozen=True, slots=True)
 class OperatorState:
@@ -99,6 +106,10 @@ class OperatorState:
     @property
     def state_size(self) -> int:
         return sum(s.state_size for s in self.subtask_states.values())
+
+    @property
+    def checkpointed_size(self) -> int:
+        return sum(s.checkpointed_size for s in self.subtask_states.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,4 +168,12 @@ class CompletedCheckpoint:
 
     @property
     def state_size(self) -> int:
+        """Full size: every byte of state this checkpoint references (Flink's "full
+        checkpoint data size")."""
         return sum(s.state_size for s in self.operator_states.values())
+
+    @property
+    def checkpointed_size(self) -> int:
+        """Bytes this checkpoint wrote itself (Flink's "checkpointed data size"): the full
+        size less the shared files it took over from earlier checkpoints."""
+        return sum(s.checkpointed_size for s in self.operator_states.values())

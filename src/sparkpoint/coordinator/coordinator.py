@@ -42,7 +42,7 @@ from sparkpoint.coordinator.notifications import Notice, Outbox
 from sparkpoint.coordinator.options import CheckpointingOptions
 from sparkpoint.coordinator.pending import Acknowledgement, CheckpointStatus, PendingCheckpoint
 from sparkpoint.coordinator.results import AckResult, TickReport
-from sparkpoint.coordinator.stats import CheckpointStatsTracker
+from sparkpoint.coordinator.stats import CheckpointStatsTracker, Sizes
 from sparkpoint.coordinator.storage_api import CheckpointStorageLike
 from sparkpoint.coordinator.tracking import CheckpointTracker
 from sparkpoint.coordinator.transitions import Transitions
@@ -340,9 +340,9 @@ class CheckpointCoordinator:
             self.stats.report_acknowledged(
                 checkpoint_id,
                 pending.acknowledged_subtasks,
-                pending.state_size,
+                Sizes.of(pending),
                 now,
-                [(a.operator_uid, a.subtask, a.state.state_size) for a in batch],
+                [(a.operator_uid, a.subtask, Sizes.of(a.state)) for a in batch],
             )
             if not pending.is_fully_acknowledged:
                 remaining = pending.total_subtasks - pending.acknowledged_subtasks

@@ -60,6 +60,7 @@ def write_metadata(pending: PendingCheckpoint, completion_ms: int) -> Checkpoint
         metadata_uri=str(committed.uri),
         state_size=completed.state_size,
         metadata_checksum=str(committed.checksum),
+        checkpointed_size=completed.checkpointed_size,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparkpoint import metrics
+from sparkpoint.checkpoint import CheckpointPointer
 
 
 class JobMetrics:
@@ -20,6 +21,7 @@ class JobMetrics:
         self._finalize = metrics.CHECKPOINT_FINALIZE_DURATION.labels(job_id=job_id)
         self._last_ts = metrics.LAST_CHECKPOINT_TIMESTAMP.labels(job_id=job_id)
         self._last_size = metrics.LAST_CHECKPOINT_SIZE.labels(job_id=job_id)
+        self._last_checkpointed = metrics.LAST_CHECKPOINT_CHECKPOINTED_SIZE.labels(job_id=job_id)
         self._last_id = metrics.LAST_CHECKPOINT_ID.labels(job_id=job_id)
         if interval_ms is not None:
             metrics.CHECKPOINT_INTERVAL.labels(job_id=job_id).set(interval_ms / 1000)
@@ -38,14 +40,13 @@ class JobMetrics:
     def finalized(self, seconds: float) -> None:
         self._finalize.observe(seconds)
 
-    def completed(
-        self, duration_ms: int, completion_ms: int, state_size: int, checkpoint_id: int
-    ) -> None:
+    def completed(self, pointer: CheckpointPointer) -> None:
         self._completed.inc()
-        self._last_id.set(checkpoint_id)
-        self._duration.observe(duration_ms / 1000)
-        self._last_ts.set(completion_ms / 1000)
-        self._last_size.set(state_size)
+        self._last_id.set(pointer.checkpoint_id)
+        self._duration.observe(pointer.duration_ms / 1000)
+        self._last_ts.set(pointer.completion_timestamp_ms / 1000)
+        self._last_size.set(pointer.state_size)
+        self._last_checkpointed.set(pointer.checkpointed_size)
 
     def remove(self) -> None:
         """The job ended here: its series leave the /metrics page."""

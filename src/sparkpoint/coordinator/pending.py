@@ -93,6 +93,10 @@ class PendingCheckpoint:
     def state_size(self) -> int:
         return sum(s.state_size for s in self._states.values())
 
+    @property
+    def checkpointed_size(self) -> int:
+        return sum(s.checkpointed_size for s in self._states.values())
+
     def waiting_for(self) -> frozenset[SubtaskKey]:
         return frozenset(self._waiting)
 

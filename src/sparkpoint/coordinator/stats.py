@@ -1,8 +1,8 @@
 """Checkpoint statistics of one job, shaped like Flink's REST "checkpoints" overview.
 
-``to_dict()`` gives counts, a summary (state size and end-to-end duration: min, max,
-average over completed checkpoints), the latest completed / savepoint / failed / restored,
-and the history of the last N checkpoints, newest first.
+``to_dict()`` gives counts, a summary (full and checkpointed size, end-to-end duration:
+min, max, average over completed checkpoints), the latest completed / savepoint / failed /
+restored, and the history of the last N checkpoints, newest first.
 """
 
 from __future__ import annotations
@@ -13,8 +13,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer
-from sparkpoint.coordinator.pending import CheckpointStatus
+from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer, OperatorSubtaskState
+from sparkpoint.coordinator.pending import CheckpointStatus, PendingCheckpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Flink's two sizes of a checkpoint or of one subtask's part of it: ``state_size``,
+    the full size (every byte of state it references), and ``checkpointed_size``, the
+    bytes it wrote itself (less when incremental state reuses earlier files)."""
+
+    state_size: int = 0
+    checkpointed_size: int = 0
+
+    @classmethod
+    def of(cls, state: OperatorSubtaskState | PendingCheckpoint) -> Sizes:
+        return cls(state.state_size, state.checkpointed_size)
 
 
 @dataclass(slots=True)
@@ -29,13 +43,14 @@ class CheckpointRecord:
     num_acknowledged_subtasks: int = 0
     latest_ack_timestamp_ms: int | None = None
     state_size: int = 0
+    checkpointed_size: int = 0
     completion_timestamp_ms: int | None = None
     failure_timestamp_ms: int | None = None
     failure_message: str | None = None
     external_path: str | None = None
-    # (operator uid, subtask, ack time, state size) per acknowledged subtask: the UI's
+    # (operator uid, subtask, ack time, sizes) per acknowledged subtask: the UI's
     # per-checkpoint detail; left out of the overview, which lists many checkpoints.
-    subtask_acks: list[tuple[str, int, int, int]] = field(default_factory=list)
+    subtask_acks: list[tuple[str, int, int, Sizes]] = field(default_factory=list)
 
     @property
     def end_to_end_duration_ms(self) -> int | None:
@@ -55,6 +70,7 @@ class CheckpointRecord:
             "failure_timestamp": self.failure_timestamp_ms,
             "failure_message": self.failure_message,
             "state_size": self.state_size,
+            "checkpointed_size": self.checkpointed_size,
             "end_to_end_duration": self.end_to_end_duration_ms,
             "num_subtasks": self.num_subtasks,
             "num_acknowledged_subtasks": self.num_acknowledged_subtasks,
@@ -62,8 +78,14 @@ class CheckpointRecord:
         }
         if subtasks:
             out["subtask_acks"] = [
-                {"operator": uid, "subtask": i, "ack_timestamp": at, "state_size": size}
-                for uid, i, at, size in self.subtask_acks
+                {
+                    "operator": uid,
+                    "subtask": i,
+                    "ack_timestamp": at,
+                    "state_size": sizes.state_size,
+                    "checkpointed_size": sizes.checkpointed_size,
+                }
+                for uid, i, at, sizes in self.subtask_acks
             ]
         return out
 
@@ -112,6 +134,7 @@ class CheckpointStatsTracker:
         self._active: dict[int, CheckpointRecord] = {}
         self._triggered = self._completed = self._failed = self._restored = 0
         self._size = _MinMaxAvg()
+        self._checkpointed = _MinMaxAvg()
         self._duration = _MinMaxAvg()
         self._latest_completed: CheckpointRecord | None = None
         self._latest_savepoint: CheckpointRecord | None = None
@@ -134,17 +157,19 @@ class CheckpointStatsTracker:
         self,
         checkpoint_id: int,
         acknowledged: int,
-        state_size: int,
+        sizes: Sizes,
         ack_ms: int,
-        subtasks: Iterable[tuple[str, int, int]] = (),
+        subtasks: Iterable[tuple[str, int, Sizes]] = (),
     ) -> None:
-        """``subtasks``: (operator uid, subtask, state size) of the ones acknowledged now."""
+        """``sizes``: of every subtask acknowledged so far; ``subtasks``: (operator uid,
+        subtask, sizes) of the ones acknowledged now."""
         with self._lock:
             record = self._active.get(checkpoint_id)
             if record is not None:
-                record.subtask_acks.extend((uid, i, ack_ms, size) for uid, i, size in subtasks)
+                record.subtask_acks.extend((uid, i, ack_ms, sz) for uid, i, sz in subtasks)
                 record.num_acknowledged_subtasks = acknowledged
-                record.state_size = state_size
+                record.state_size = sizes.state_size
+                record.checkpointed_size = sizes.checkpointed_size
                 record.latest_ack_timestamp_ms = ack_ms
 
     def report_completed(self, pointer: CheckpointPointer) -> None:
@@ -155,9 +180,11 @@ class CheckpointStatsTracker:
             record.status = CheckpointStatus.COMPLETED
             record.completion_timestamp_ms = pointer.completion_timestamp_ms
             record.state_size = pointer.state_size
+            record.checkpointed_size = pointer.checkpointed_size
             record.external_path = pointer.metadata_uri
             self._completed += 1
             self._size.add(pointer.state_size)
+            self._checkpointed.add(pointer.checkpointed_size)
             self._duration.add(pointer.duration_ms)
             if pointer.is_savepoint:
                 self._latest_savepoint = record
@@ -217,6 +244,7 @@ class CheckpointStatsTracker:
                 },
                 "summary": {
                     "state_size": self._size.to_dict(),
+                    "checkpointed_size": self._checkpointed.to_dict(),
                     "end_to_end_duration": self._duration.to_dict(),
                 },
                 "latest": {

@@ -186,9 +186,7 @@ class Transitions:
             cid, pointer.kind, pointer.metadata_uri, pending.trigger_timestamp_ms, pending.stop_job
         )
         self.stats.report_completed(pointer)
-        self.metrics.completed(
-            pointer.duration_ms, pointer.completion_timestamp_ms, pointer.state_size, cid
-        )
+        self.metrics.completed(pointer)
         self.last_completion_ms = pointer.completion_timestamp_ms
         for old in subsumed:
             self.cleanup.discard_checkpoint(self.storage, old)

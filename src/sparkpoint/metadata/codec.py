@@ -13,7 +13,7 @@ from sparkpoint.metadata.wire import Reader
 FORMAT_VERSION = v1.VERSION
 #: Every version :func:`decode_metadata` reads (each has golden files in tests/metadata).
 SUPPORTED_VERSIONS = range(1, FORMAT_VERSION + 1)
-_BODY_DECODERS = {1: v1.decode_body_v1, 2: v1.decode_body}
+_BODY_DECODERS = {1: v1.decode_body_v1, 2: v1.decode_body_v2, 3: v1.decode_body}
 
 
 def encode_metadata(checkpoint: CompletedCheckpoint, *, relative_to: str | None = None) -> bytes:

@@ -1,4 +1,8 @@
-"""A plain-data view of a checkpoint (JSON-ready) for `sparkpoint metadata inspect`."""
+"""A plain-data view of a checkpoint (JSON-ready) for `sparkpoint metadata inspect`.
+
+Sizes come in Flink's two kinds: ``state_size`` is the full size (every byte of state
+referenced, shared files included), ``checkpointed_size`` the bytes the checkpoint wrote.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +37,10 @@ def _keyed(handle: KeyedStateHandle) -> dict[str, Any]:
             "key_groups": [handle.key_group_range.start, handle.key_group_range.end],
             "store_key_groups": [handle.store_range.start, handle.store_range.end],
             "instance": handle.instance,
-            "shared": [{"name": f.name, "stream": _stream(f.stream)} for f in handle.shared],
+            "shared": [
+                {"name": f.name, "stream": _stream(f.stream), "reused": f.name in handle.reused}
+                for f in handle.shared
+            ],
             "private": [{"name": f.name, "stream": _stream(f.stream)} for f in handle.private],
         }
     return {
@@ -62,16 +69,19 @@ def describe_checkpoint(checkpoint: CompletedCheckpoint) -> dict[str, Any]:
         "trigger_timestamp_ms": checkpoint.trigger_timestamp_ms,
         "completion_timestamp_ms": checkpoint.completion_timestamp_ms,
         "state_size": checkpoint.state_size,
+        "checkpointed_size": checkpoint.checkpointed_size,
         "operators": [
             {
                 "uid": uid,
                 "parallelism": state.parallelism,
                 "max_parallelism": state.max_parallelism,
                 "state_size": state.state_size,
+                "checkpointed_size": state.checkpointed_size,
                 "subtasks": [
                     {
                         "index": index,
                         "state_size": sub.state_size,
+                        "checkpointed_size": sub.checkpointed_size,
                         "keyed": [_keyed(h) for h in sub.keyed],
                         "operator": [_operator(h) for h in sub.operator],
                     }

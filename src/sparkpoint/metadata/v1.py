@@ -1,8 +1,10 @@
-"""Body of `_metadata` format versions 1 and 2 (byte layout in docs/formats.md).
+"""Body of `_metadata` format versions 1 to 3 (byte layout in docs/formats.md).
 
 Version 2 is version 1 with a kind byte before each keyed handle: 0 for a key-groups
 stream (the version-1 handle), 1 for an embedded store's files (incremental state, with
-shared files under ``<job>/shared/``).
+shared files under ``<job>/shared/``). Version 3 adds a byte after each shared store file:
+1 when an earlier checkpoint uploaded it and this one references it again, 0 when this
+checkpoint wrote it (a version-2 file reads as having written every one).
 
 File paths are split at their last '/': the head (directory) goes into a table written
 once, each handle keeps an index into it and the file name. Every state file of a
@@ -39,9 +41,12 @@ from sparkpoint.metadata.wire import Reader, Writer
 
 _T = TypeVar("_T")
 
-VERSION = 2
+VERSION = 3
 KEYED_STREAM = 0
 KEYED_INCREMENTAL = 1
+#: Version 3: after each shared store file, who wrote it.
+WRITTEN = 0
+REUSED = 1
 
 KINDS = (CheckpointKind.CHECKPOINT, CheckpointKind.SAVEPOINT)
 MODES = (DistributionMode.SPLIT_DISTRIBUTE, DistributionMode.UNION, DistributionMode.BROADCAST)
@@ -69,7 +74,7 @@ class _Paths:
 
 
 def encode_body(checkpoint: CompletedCheckpoint, relative_to: str | None) -> bytes:
-    """The body in the current version (2)."""
+    """The body in the current version (3)."""
     table = _Paths(relative_to)
     ops = Writer()  # written after the table, which it fills
     ops.uvarint(len(checkpoint.operator_states))
@@ -121,11 +126,15 @@ def _write_incremental(w: Writer, handle: IncrementalKeyedStateHandle, table: _P
         w.uvarint(r.start)
         w.uvarint(r.end + 1)
     w.text(handle.instance)
-    for files in (handle.shared, handle.private):
-        w.uvarint(len(files))
-        for f in files:
-            w.text(f.name)
-            _write_stream(w, f.stream, table)
+    w.uvarint(len(handle.shared))
+    for f in handle.shared:
+        w.text(f.name)
+        _write_stream(w, f.stream, table)
+        w.u8(REUSED if f.name in handle.reused else WRITTEN)
+    w.uvarint(len(handle.private))
+    for f in handle.private:
+        w.text(f.name)
+        _write_stream(w, f.stream, table)
 
 
 def _write_stream(w: Writer, stream: StreamStateHandle, table: _Paths) -> None:
@@ -242,22 +251,30 @@ class _Decoder:
                 raise self.fail(f"{where}: {what} [{start}, {end_exclusive - 1}] is empty")
             ranges.append((start, end_exclusive - 1))
         instance = r.text("store instance")
-        files = []
-        for what in ("shared store files", "private store files"):
-            files.append(
-                [
-                    (r.text("store file name"), self.stream(where))
-                    for _ in range(r.count(what, min_bytes_each=3))
-                ]
-            )
+        flagged = self.version >= 3
+        shared, reused = [], set()
+        for _ in range(r.count("shared store files", min_bytes_each=4 if flagged else 3)):
+            name, stream = r.text("store file name"), self.stream(where)
+            shared.append((name, stream))
+            if flagged:
+                origin = r.u8("shared file origin")
+                if origin not in (WRITTEN, REUSED):
+                    raise r.error(f"{where}: unknown shared file origin {origin}")
+                if origin == REUSED:
+                    reused.add(name)
+        private = [
+            (r.text("store file name"), self.stream(where))
+            for _ in range(r.count("private store files", min_bytes_each=3))
+        ]
         return self.build(
             where,
             lambda: IncrementalKeyedStateHandle(
                 KeyGroupRange(*ranges[0]),
                 KeyGroupRange(*ranges[1]),
                 instance,
-                tuple(StoreFile(n, s) for n, s in files[0]),
-                tuple(StoreFile(n, s) for n, s in files[1]),
+                tuple(StoreFile(n, s) for n, s in shared),
+                tuple(StoreFile(n, s) for n, s in private),
+                frozenset(reused),
             ),
         )
 
@@ -311,6 +328,10 @@ def decode_body_v1(reader: Reader, base_dir: str | None) -> CompletedCheckpoint:
     return _Decoder(reader, base_dir, 1).checkpoint()
 
 
-def decode_body(reader: Reader, base_dir: str | None) -> CompletedCheckpoint:
-    """A body of version 2 (the current one)."""
+def decode_body_v2(reader: Reader, base_dir: str | None) -> CompletedCheckpoint:
     return _Decoder(reader, base_dir, 2).checkpoint()
+
+
+def decode_body(reader: Reader, base_dir: str | None) -> CompletedCheckpoint:
+    """A body of version 3 (the current one)."""
+    return _Decoder(reader, base_dir, 3).checkpoint()

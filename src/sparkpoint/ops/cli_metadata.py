@@ -154,7 +154,8 @@ def _summary(loaded: LoadedMetadata) -> Table:
         ("checkpoint", f"{cp.checkpoint_id} ({cp.kind.value})"),
         ("triggered", _time(cp.trigger_timestamp_ms)),
         ("completed", f"{_time(cp.completion_timestamp_ms)} (+{duration} ms)"),
-        ("state size", f"{cp.state_size} bytes"),
+        ("checkpointed size", f"{cp.checkpointed_size} bytes (written by this checkpoint)"),
+        ("full size", f"{cp.state_size} bytes (all the state it references)"),
     ):
         grid.add_row(name, value)
     return grid
@@ -171,7 +172,8 @@ def _operators(cp: CompletedCheckpoint) -> Table:
         "operator handles",
         "files",
         "inline",
-        "state bytes",
+        "checkpointed bytes",
+        "full bytes",
         right_from=1,
     )
     for uid, state in cp.operator_states.items():
@@ -183,6 +185,7 @@ def _operators(cp: CompletedCheckpoint) -> Table:
             str(state.max_parallelism),
             f"{with_state}/{state.parallelism}",
             *(str(n) for n in counts),
+            str(state.checkpointed_size),
             str(state.state_size),
         )
     return table
@@ -190,7 +193,14 @@ def _operators(cp: CompletedCheckpoint) -> Table:
 
 def _subtasks(cp: CompletedCheckpoint) -> Table:
     table = _table(
-        "subtasks", "operator", "subtask", "key groups", "operator states", "streams", "bytes"
+        "subtasks",
+        "operator",
+        "subtask",
+        "key groups",
+        "operator states",
+        "streams",
+        "checkpointed bytes",
+        "full bytes",
     )
     for uid, state in cp.operator_states.items():
         for index, sub in sorted(state.subtask_states.items()):
@@ -207,6 +217,7 @@ def _subtasks(cp: CompletedCheckpoint) -> Table:
                 uid,
                 str(index),
                 *(", ".join(items) or "-" for items in (groups, names, streams)),
+                str(sub.checkpointed_size),
                 str(sub.state_size),
             )
     return table

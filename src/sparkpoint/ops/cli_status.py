@@ -211,7 +211,8 @@ def checkpoints_group() -> None:
 @click.argument("job_id")
 @connection_options
 def checkpoints_list(job_id: str, **opts: Any) -> None:
-    """Counts, latest, history and retained checkpoints of JOB_ID."""
+    """Counts, latest, history and retained checkpoints of JOB_ID, each with its
+    checkpointed and full size."""
     _emit(opts, _run(opts, lambda s: s.checkpoints(job_id), read_only=True), cli_tables.overview)
 
 
@@ -223,7 +224,9 @@ def checkpoints_list(job_id: str, **opts: Any) -> None:
 def checkpoints_show(
     job_id: str | None, checkpoint_id: int | None, job_option: str | None, **opts: Any
 ) -> None:
-    """One checkpoint: status, times, size and (when retained) its `_metadata`.
+    """One checkpoint: status, times, (when retained) its `_metadata`, and its sizes in
+    total and per subtask: checkpointed (the bytes it wrote) and full (all the state it
+    references, shared files of incremental state included).
 
     Without CHECKPOINT_ID, the job's latest retained checkpoint.
 

@@ -81,7 +81,16 @@ def overview(data: dict[str, Any]) -> None:
         f"completed {counts['completed']}, failed {counts['failed']}, in progress "
         f"{counts['in_progress']}, restored {counts['restored']} (from {data.get('source')})"
     )
-    table = Table("id", "status", "savepoint", "triggered", "duration ms", "size", "path / reason")
+    table = Table(
+        "id",
+        "status",
+        "savepoint",
+        "triggered",
+        "duration ms",
+        "checkpointed",
+        "full size",
+        "path / reason",
+    )
     rows = data.get("history") or []
     if not rows:
         rows = [
@@ -92,6 +101,7 @@ def overview(data: dict[str, Any]) -> None:
                 "trigger_timestamp": p["trigger_timestamp_ms"],
                 "end_to_end_duration": p["completion_timestamp_ms"] - p["trigger_timestamp_ms"],
                 "state_size": p["state_size"],
+                "checkpointed_size": p.get("checkpointed_size", p["state_size"]),
                 "external_path": p["metadata_uri"],
             }
             for p in reversed(data.get("retained", []))
@@ -103,16 +113,25 @@ def overview(data: dict[str, Any]) -> None:
             "yes" if r.get("is_savepoint") else "",
             _ts(r.get("trigger_timestamp")),
             str(r.get("end_to_end_duration") or "-"),
+            str(_checkpointed(r)),
             str(r.get("state_size") or 0),
             r.get("external_path") or r.get("failure_message") or "",
         )
     console.print(table)
 
 
+def _checkpointed(sizes: dict[str, Any]) -> int:
+    """``checkpointed_size``; an answer from before it was reported wrote everything."""
+    return int(sizes.get("checkpointed_size", sizes.get("state_size")) or 0)
+
+
 def checkpoint(data: dict[str, Any]) -> None:
     console = _console()
-    for key in ("id", "status", "is_savepoint", "retained", "state_size", "external_path"):
+    for key in ("id", "status", "is_savepoint", "retained"):
         console.print(f"{key}: {data.get(key)}")
+    console.print(f"checkpointed size: {_checkpointed(data)} bytes (written by this checkpoint)")
+    console.print(f"full size: {data.get('state_size') or 0} bytes (all the state it references)")
+    console.print(f"external_path: {data.get('external_path')}")
     console.print(f"triggered: {_ts(data.get('trigger_timestamp'))}")
     console.print(f"completed: {_ts(data.get('completion_timestamp'))}")
     if data.get("failure_message"):
@@ -120,6 +139,31 @@ def checkpoint(data: dict[str, Any]) -> None:
     metadata = data.get("metadata") or {}
     if "error" in metadata:
         console.print(f"[red]_metadata unreadable:[/red] {metadata['error']}")
+    subtasks = _subtask_sizes(data)
+    if subtasks.row_count:
+        console.print(subtasks)
+
+
+def _subtask_sizes(data: dict[str, Any]) -> Table:
+    """Per subtask: when it acknowledged (from the leader's recent history) and its sizes
+    (from `_metadata` when retained, else from its acknowledgement)."""
+    table = Table("operator", "subtask", "acknowledged", "checkpointed", "full size")
+    acks = {(a["operator"], a["subtask"]): a for a in data.get("subtask_acks") or []}
+    rows = [
+        (op["uid"], sub["index"], sub)
+        for op in (data.get("metadata") or {}).get("operators", [])
+        for sub in op["subtasks"]
+    ] or [(uid, index, ack) for (uid, index), ack in acks.items()]
+    for uid, index, sizes in rows:
+        ack = acks.get((uid, index))
+        table.add_row(
+            uid,
+            str(index),
+            _ts(ack["ack_timestamp"]) if ack else "-",
+            str(_checkpointed(sizes)),
+            str(sizes.get("state_size") or 0),
+        )
+    return table
 
 
 def triggered(data: dict[str, Any]) -> None:

@@ -57,11 +57,12 @@ def snapshot_store(
     key_groups: KeyGroupRange,
     base: IncrementalKeyedStateHandle | None,
 ) -> tuple[IncrementalKeyedStateHandle, int]:
-    """The store's incremental handle, and the bytes this snapshot wrote."""
+    """The store's incremental handle, and the bytes this snapshot wrote (the handle's
+    ``checkpointed_size``)."""
     instance = store.instance
     reuse = {f.name: f for f in base.shared} if base and base.instance == instance else {}
     scratch = Path(tempfile.mkdtemp(prefix="snapshot-", dir=store.path.parent))
-    shared, private, written = [], [], 0
+    shared, private, reused, written = [], [], set(), 0
     try:
         target = scratch / "checkpoint"
         store.checkpoint(target)
@@ -71,6 +72,7 @@ def snapshot_store(
                 known = reuse.get(name)
                 if known is not None and known.stream.size == path.stat().st_size:
                     shared.append(known)
+                    reused.add(name)
                     continue
                 unique = f"{operator_uid}-{instance}-{name}-{secrets.token_hex(4)}"
                 handle = _upload(path, location.shared_output(unique))
@@ -83,7 +85,9 @@ def snapshot_store(
             written += handle.size
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    handle = IncrementalKeyedStateHandle(key_groups, key_groups, instance, shared, private)
+    handle = IncrementalKeyedStateHandle(
+        key_groups, key_groups, instance, shared, private, frozenset(reused)
+    )
     return handle, written
 
 

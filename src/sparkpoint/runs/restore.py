@@ -94,6 +94,7 @@ def plan_run_restore(
             completion_timestamp_ms=checkpoint.completion_timestamp_ms,
             metadata_uri=loaded.metadata_uri,
             state_size=checkpoint.state_size,
+            checkpointed_size=checkpoint.checkpointed_size,
         ),
         int(time.time() * 1000),
     )

@@ -44,6 +44,7 @@ def pointer_record(pointer: CheckpointPointer) -> dict[str, Any]:
         "failure_timestamp": None,
         "failure_message": None,
         "state_size": pointer.state_size,
+        "checkpointed_size": pointer.checkpointed_size,
         "end_to_end_duration": pointer.duration_ms,
         "num_subtasks": None,
         "num_acknowledged_subtasks": None,

@@ -139,6 +139,7 @@ def jobs(request: Request) -> dict[str, Any]:
                     "age_ms": max(now - last.completion_timestamp_ms, 0),
                     "duration_ms": last.duration_ms,
                     "state_size": last.state_size,
+                    "checkpointed_size": last.checkpointed_size,
                 },
                 "retained": len(retained),
             }
@@ -243,7 +244,13 @@ def history(
     """One page of the checkpoint history, the overview's counts, and the chart series."""
     merged, overview = _merged_history(request, job_id)
     chart = [
-        [e["id"], e["trigger_timestamp"], e["end_to_end_duration"], e["state_size"]]
+        [
+            e["id"],
+            e["trigger_timestamp"],
+            e["end_to_end_duration"],
+            e["state_size"],
+            e["checkpointed_size"],
+        ]
         for e in merged
         if e["status"] == "COMPLETED"
     ][:CHART_POINTS]
@@ -261,7 +268,10 @@ def history(
         "offset": offset,
         "limit": limit,
         "page": merged[offset : offset + limit],
-        "chart": {"columns": ["id", "trigger_ms", "duration_ms", "size_bytes"], "rows": chart},
+        "chart": {
+            "columns": ["id", "trigger_ms", "duration_ms", "size_bytes", "checkpointed_bytes"],
+            "rows": chart,
+        },
     }
 
 

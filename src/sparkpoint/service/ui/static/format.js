@@ -41,6 +41,13 @@ export function duration(ms) {
   return `${h} h ${m - h * 60} min`;
 }
 
+// Where there is room for one figure: a checkpoint's full size, and the bytes it wrote
+// itself (its checkpointed size) when incremental state made that less.
+export function sizes(full, checkpointed) {
+  if (checkpointed === null || checkpointed === undefined || checkpointed === full) return bytes(full);
+  return `${bytes(full)} (${bytes(checkpointed)} checkpointed)`;
+}
+
 export function bytes(n) {
   if (n === null || n === undefined) return "—";
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -1,9 +1,10 @@
 // Checkpoints of a job: Flink's overview (counts, latest of each kind), a chart of
-// duration and size over time, the history table (paged), the retained list with
-// "verify files".
+// duration and sizes over time, the history table (paged), the retained list with
+// "verify files". Sizes are Flink's two: checkpointed (the bytes a checkpoint wrote) and
+// full (everything it references, shared files of incremental state included).
 import uPlot from "../vendor/uplot/uPlot.esm.js";
 import { get } from "../api.js";
-import { ago, badge, bytes, dateTime, duration, html, raw, toHtml } from "../format.js";
+import { ago, badge, bytes, dateTime, duration, html, raw, sizes, toHtml } from "../format.js";
 
 export const NAV = "jobs";
 const PAGE = 25;
@@ -18,19 +19,19 @@ export function enter(main, params, state, refreshNow) {
     <h1>Checkpoints of <span class="mono">${params.job}</span></h1>
     <div class="cards" id="counts"></div>
     <div class="cards" id="latest"></div>
-    <section class="card"><h2>Duration and size <span class="muted small" id="chart-note"></span></h2>
+    <section class="card"><h2>Duration and sizes <span class="muted small" id="chart-note"></span></h2>
       <div id="chart" class="chart"></div></section>
     <section class="card"><h2>History <span class="muted small" id="history-note"></span></h2>
       <div class="pager" id="pager-top"></div>
       <table class="grid" id="history">
         <thead><tr><th>ID</th><th>Status</th><th>Kind</th><th>Triggered</th>
-          <th class="num">End to end</th><th class="num">State size</th>
+          <th class="num">End to end</th><th class="num">Checkpointed</th><th class="num">Full size</th>
           <th class="num">Acknowledged</th><th>Failure</th></tr></thead>
         <tbody></tbody></table>
       <div class="pager" id="pager"></div></section>
     <section class="card"><h2>Retained <span class="muted small" id="retained-note"></span></h2>
       <table class="grid" id="retained">
-        <thead><tr><th>ID</th><th>Kind</th><th>Completed</th><th class="num">Size</th>
+        <thead><tr><th>ID</th><th>Kind</th><th>Completed</th><th class="num">Checkpointed</th><th class="num">Full size</th>
           <th>_metadata</th><th>Files</th></tr></thead><tbody></tbody></table></section>
     <section class="card"><h2>Configuration</h2><div id="config"></div></section>
   `);
@@ -72,7 +73,7 @@ export async function refresh(main, params, state) {
     ${stat("Failed", c.failed, "counts-failed", c.failed ? "bad" : "")}
     ${stat("Restored", c.restored, "counts-restored")}
     ${data.summary ? stat("Duration avg", duration(data.summary.end_to_end_duration.avg), "duration-avg") : ""}
-    ${data.summary ? stat("Size avg", bytes(data.summary.state_size.avg), "size-avg") : ""}`);
+    ${data.summary ? sizeAverages(data.summary) : ""}`);
   const l = data.latest;
   main.querySelector("#latest").innerHTML = toHtml(html`
     ${latest("Latest completed", l.completed, params.job, data.now_ms)}
@@ -90,12 +91,19 @@ function stat(label, value, id, cls = "") {
     <div class="value ${cls}" id="${id}">${value}</div></div>`;
 }
 
+// Averages over completed checkpoints: the full size, and below it the checkpointed size.
+function sizeAverages(summary) {
+  return html`<div class="card stat small-stat"><div class="label">Full size avg</div>
+    <div class="value" id="size-avg">${bytes(summary.state_size.avg)}</div>
+    <div class="sub"><span id="checkpointed-avg">${bytes(summary.checkpointed_size.avg)}</span> checkpointed</div></div>`;
+}
+
 function latest(label, e, job, now) {
   if (!e) return html`<div class="card stat latest"><div class="label">${label}</div><div class="value muted">none</div></div>`;
   const when = e.completion_timestamp || e.failure_timestamp || e.trigger_timestamp;
   return html`<div class="card stat latest"><div class="label">${label}</div>
     <div class="value"><a href="#/jobs/${encodeURIComponent(job)}/checkpoints/${e.id}">#${e.id}</a></div>
-    <div class="sub">${ago(now - when)} · ${duration(e.end_to_end_duration)} · ${bytes(e.state_size)}</div>
+    <div class="sub">${ago(now - when)} · ${duration(e.end_to_end_duration)} · ${sizes(e.state_size, e.checkpointed_size)}</div>
     ${e.failure_message ? html`<div class="sub bad">${e.failure_message}</div>` : ""}</div>`;
 }
 
@@ -114,14 +122,15 @@ function renderHistory(main, params, data) {
       <td>${e.is_savepoint ? "savepoint" : "checkpoint"}</td>
       <td>${dateTime(e.trigger_timestamp)}</td>
       <td class="num">${duration(e.end_to_end_duration)}</td>
-      <td class="num">${bytes(e.state_size)}</td>
+      <td class="num checkpointed">${bytes(e.checkpointed_size)}</td>
+      <td class="num full">${bytes(e.state_size)}</td>
       <td class="num">${e.num_subtasks == null ? "—" : `${e.num_acknowledged_subtasks}/${e.num_subtasks}`}</td>
       <td class="failure">${e.failure_message || ""}</td>
     </tr>`,
   );
   main.querySelector("#history tbody").innerHTML = rows.length
     ? toHtml(html`${rows}`)
-    : '<tr><td colspan="8" class="muted">No checkpoint yet.</td></tr>';
+    : '<tr><td colspan="9" class="muted">No checkpoint yet.</td></tr>';
   const from = data.total ? data.offset + 1 : 0;
   const to = Math.min(data.offset + data.limit, data.total);
   main.querySelector("#history-note").textContent =
@@ -141,7 +150,8 @@ function renderChart(main, state, data) {
   const rows = data.chart.rows;
   const xs = rows.map((r) => r[1] / 1000);
   const durations = rows.map((r) => r[2]);
-  const sizes = rows.map((r) => r[3]);
+  const fullSizes = rows.map((r) => r[3]);
+  const checkpointedSizes = rows.map((r) => r[4]);
   main.querySelector("#chart-note").textContent = `(${rows.length} completed checkpoints)`;
   const box = main.querySelector("#chart");
   if (!state.chart) {
@@ -153,7 +163,8 @@ function renderChart(main, state, data) {
       series: [
         {},
         { label: "end-to-end duration", scale: "ms", stroke: "#2563eb", width: 2, points: { show: rows.length < 80 }, value: (u, v) => duration(v) },
-        { label: "state size", scale: "b", stroke: "#d97706", width: 2, points: { show: rows.length < 80 }, value: (u, v) => bytes(v) },
+        { label: "full size", scale: "b", stroke: "#d97706", width: 2, points: { show: rows.length < 80 }, value: (u, v) => bytes(v) },
+        { label: "checkpointed size", scale: "b", stroke: "#059669", width: 2, dash: [6, 3], points: { show: rows.length < 80 }, value: (u, v) => bytes(v) },
       ],
       axes: [
         { stroke: "#475569", grid: { stroke: "#eef2f7" } },
@@ -161,11 +172,11 @@ function renderChart(main, state, data) {
         { scale: "b", side: 1, stroke: "#d97706", grid: { show: false }, values: (u, ticks) => ticks.map((t) => bytes(t)), size: 80 },
       ],
     };
-    state.chart = new uPlot(opts, [xs, durations, sizes], box);
+    state.chart = new uPlot(opts, [xs, durations, fullSizes, checkpointedSizes], box);
     state.resize = () => state.chart?.setSize({ width: Math.max(box.clientWidth - 8, 300), height: 240 });
     window.addEventListener("resize", state.resize);
   } else {
-    state.chart.setData([xs, durations, sizes]);
+    state.chart.setData([xs, durations, fullSizes, checkpointedSizes]);
   }
 }
 
@@ -184,12 +195,13 @@ function renderRetained(main, params, state) {
         <td><a href="#/jobs/${job}/checkpoints/${p.checkpoint_id}"><b>${p.checkpoint_id}</b></a></td>
         <td>${p.kind.toLowerCase()}</td>
         <td>${dateTime(p.completion_timestamp_ms)}</td>
-        <td class="num">${bytes(p.state_size)}</td>
+        <td class="num checkpointed">${bytes(p.checkpointed_size)}</td>
+        <td class="num full">${bytes(p.state_size)}</td>
         <td class="mono small path" title="${p.metadata_uri}">${p.metadata_uri}</td>
         <td><button data-verify="${p.checkpoint_id}" ${raw(v?.running ? "disabled" : "")}>Verify files</button>
           <span class="verify-result">${verifyResult(v)}</span></td></tr>`;
       })}`)
-    : '<tr><td colspan="6" class="muted">Nothing retained yet.</td></tr>';
+    : '<tr><td colspan="7" class="muted">Nothing retained yet.</td></tr>';
 }
 
 function verifyResult(v) {

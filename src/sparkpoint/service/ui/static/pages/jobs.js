@@ -1,7 +1,7 @@
 // Jobs: status, how the pipeline keeps up (records/s, epoch, source lag, from its
 // driver's heartbeats), parallelism per operator, last checkpoint, driver run.
 import { get } from "../api.js";
-import { ago, badge, bytes, dateTime, duration, html, toHtml } from "../format.js";
+import { ago, badge, dateTime, duration, html, sizes, toHtml } from "../format.js";
 
 const rate = (n) => (n >= 100 ? Math.round(n).toLocaleString("en") : n.toFixed(1));
 
@@ -37,7 +37,7 @@ export async function refresh(main) {
             j.last_checkpoint
               ? html`<a href="${link(j.job_id)}/checkpoints/${j.last_checkpoint.id}">#${j.last_checkpoint.id}</a>
                  <span class="muted">${ago(j.last_checkpoint.age_ms)}</span>
-                 <div class="small">${duration(j.last_checkpoint.duration_ms)} · ${bytes(j.last_checkpoint.state_size)}</div>`
+                 <div class="small">${duration(j.last_checkpoint.duration_ms)} · ${sizes(j.last_checkpoint.state_size, j.last_checkpoint.checkpointed_size)}</div>`
               : html`<span class="muted">none yet</span>`
           }</td>
           <td>${
