@@ -32,9 +32,10 @@ def assert_written(report_dir: Path, report: dict[str, Any]) -> None:
     assert png.startswith(b"\x89PNG") and len(png) > 1000
 
 
-def test_kill_leader_with_the_demo_pipeline(tmp_path: Path) -> None:
+def test_kill_leader_with_the_demo_pipeline_on_the_on_disk_backend(tmp_path: Path) -> None:
     code, report, report_dir = drill(tmp_path, "kill-leader", "--iterations", "2",
-                                     "--interval", "0")  # fmt: skip
+                                     "--interval", "0", "--state-backend", "rocksdb",
+                                     "--num-retained", "3")  # fmt: skip
     assert code == 0, report["violations"]
     assert report["ok"] and report["violations"] == []
     assert len(report["iterations"]) == 2
@@ -47,6 +48,11 @@ def test_kill_leader_with_the_demo_pipeline(tmp_path: Path) -> None:
     overall = {i["name"]: i for i in report["overall"]}
     assert overall["exactly_once_output"]["ok"], overall["exactly_once_output"]
     assert overall["ids_strictly_rising"]["ok"]
+    # Incremental checkpoints: their shared files all there, none left unreferenced.
+    shared = overall["shared_files_referenced_and_collected"]
+    assert shared["ok"] and not shared["detail"].startswith("0 referenced"), shared
+    assert report["config"]["state_backend"] == "rocksdb"
+    assert report["config"]["num_retained"] == 3
     figures = report["figures"]["time_to_checkpoint_s"]
     assert figures["median_over_session_timeout"] == pytest.approx(
         figures["median"] / report["config"]["session_timeout_s"], abs=1e-3

@@ -61,6 +61,12 @@ def test_a_drill_that_could_not_run_exits_2(capsys: pytest.CaptureFixture[str]) 
         (["chaos", "--local", "--fault", "unplug"], "unplug"),
         (["chaos", "--zookeeper", "127.0.0.1:1", "--cluster-id", "c"], "runs with --local"),
         (["kill-leader", "--local", "--takeover-timeout", "40"], "below the session timeout"),
+        (["kill-leader", "--local", "--state-backend", "disk"], "'disk' is not one of"),
+        (
+            ["kill-leader", "--local", "--workload", "driver", "--state-backend", "rocksdb"],
+            "the state backend is the demo pipeline's",
+        ),
+        (["chaos", "--local", "--num-retained", "0"], "--num-retained"),
     ],
 )
 def test_bad_arguments_exit_2_naming_what_is_wrong(args: list[str], words: str) -> None:

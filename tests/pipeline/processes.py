@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -12,17 +13,75 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.pipeline import ClickEventSource
-from sparkpoint.pipeline.examples.clicks import expected_output
+from sparkpoint.pipeline.examples.clicks import (
+    RECENT,
+    SESSION_GAP_MS,
+    clicks_pipeline,
+    expected_output,
+    user_of,
+)
 from sparkpoint.pipeline.sink import TransactionalFileSink
+from sparkpoint.pipeline.tasks import keyed_entries
+from sparkpoint.recovery import plan_restore
+from sparkpoint.recovery.keys import decode_key
+from sparkpoint.storage import load_metadata
 
 SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 300, 1600, 400
+#: run_clicks's default parallelism.
+PARALLELISM = 4
+
+
+def _source(per_split: int) -> ClickEventSource:
+    return ClickEventSource(
+        splits=SPLITS, users=USERS, records_per_epoch=PER_EPOCH, records_per_split=per_split
+    )
 
 
 def expected(per_split: int = PER_SPLIT) -> list[str]:
-    source = ClickEventSource(
-        splits=SPLITS, users=USERS, records_per_epoch=PER_EPOCH, records_per_split=per_split
-    )
-    return expected_output(source.all_records())
+    return expected_output(_source(per_split).all_records())
+
+
+def expected_state(per_split: int = PER_SPLIT) -> dict[str, dict[str, Any]]:
+    """Each user's keyed state after the whole input (``ClickTotals``'s state names),
+    computed offline from the records, as :func:`expected` computes the output."""
+    by_user: dict[str, list[tuple[tuple[str, int], dict[str, Any]]]] = {}
+    for split, position, event in _source(per_split).all_records():
+        by_user.setdefault(user_of(event), []).append(((split, position), event))
+    state: dict[str, dict[str, Any]] = {}
+    for user, events in by_user.items():
+        events.sort(key=lambda e: e[0])
+        clicks = spent = 0
+        pages: dict[str, int] = {}
+        recent: list[str] = []
+        session: tuple[int, int, int, int] | None = None
+        for _, e in events:
+            if session is None or e["ts"] - session[1] > SESSION_GAP_MS:
+                session = (e["ts"], e["ts"], 0, 0)
+            session = (session[0], e["ts"], session[2] + 1, session[3] + e["amount"])
+            clicks, spent = clicks + 1, spent + e["amount"]
+            pages[e["page"]] = pages.get(e["page"], 0) + 1
+            recent = [*recent, e["page"]][-RECENT:]
+        state[user] = {"totals": (clicks, spent), "session": session, "recent": recent,
+                       "pages": pages}  # fmt: skip
+    return state
+
+
+def checkpointed_state(
+    metadata: Path, scratch: Path, parallelism: int = PARALLELISM
+) -> dict[str, dict[str, Any]]:
+    """Each user's keyed state in the checkpoint at ``metadata`` (its directory or its
+    `_metadata`), read as a restore at ``parallelism`` reads it: key-group streams or an
+    embedded store's shared and private files."""
+    graph = clicks_pipeline("clicks", _source(PER_SPLIT), str(scratch / "unused"),
+                            parallelism=parallelism).job_graph()  # fmt: skip
+    checkpoint = load_metadata(str(metadata)).checkpoint
+    plan = plan_restore(checkpoint, graph)
+    [process] = [op for op in graph.operators if op.uid == "process"]
+    state: dict[str, dict[str, Any]] = {}
+    for subtask in plan.operators["process"].subtasks:
+        for _, key, value in keyed_entries(subtask, process.max_parallelism, scratch):
+            state[str(decode_key(key))] = pickle.loads(value)
+    return state
 
 
 def committed(out: Path) -> list[str]:

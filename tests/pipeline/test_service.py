@@ -28,10 +28,13 @@ def _addresses(replicas: list[ReplicaProcess]) -> str:
     return ",".join(f"127.0.0.1:{r.port}" for r in replicas)
 
 
+@pytest.mark.parametrize("backend", ["memory", "rocksdb"])
 def test_leader_killed_mid_run_the_pipeline_keeps_going(
-    tmp_path: Path, cluster: list[ReplicaProcess]
+    tmp_path: Path, cluster: list[ReplicaProcess], backend: str
 ) -> None:
-    driver = processes.start_driver(tmp_path / "job", "--coordinator", _addresses(cluster))
+    driver = processes.start_driver(
+        tmp_path / "job", "--coordinator", _addresses(cluster), "--state-backend", backend
+    )
     wait_until(
         lambda: (driver.latest().get("last_completed") or 0) >= 1,
         timeout=180,
@@ -61,6 +64,9 @@ def test_leader_killed_mid_run_the_pipeline_keeps_going(
     starts = [r for r in driver.reports() if r.get("event") == "started"]
     assert len(starts) == 1 and starts[0]["restored_from"] is None  # never restarted
     assert processes.committed(tmp_path / "job" / "out") == processes.expected()
+    # The last checkpoint (taken after the whole input) holds the state computed offline.
+    last = tmp_path / "checkpoints" / "clicks" / f"chk-{driver.latest()['last_completed']}"
+    assert processes.checkpointed_state(last, tmp_path) == processes.expected_state()
 
 
 def test_driver_killed_and_restarted_resumes_from_latest_checkpoint(

@@ -2,7 +2,10 @@
 driver processes with their own SparkSessions): the active driver is frozen with SIGSTOP
 past the driver takeover timeout, the coordinator grants the job to the standby, which
 restores the latest completed checkpoint and goes on; resumed, the old driver is refused
-by the run-id fence and stops. The output stays exactly-once."""
+by the run-id fence and stops. The output stays exactly-once. And on the on-disk backend
+with real executor JVMs (local-cluster): the active driver killed with kill -9, the
+standby restores its RocksDB state and finishes; output and final state are those
+computed offline."""
 
 from __future__ import annotations
 
@@ -85,6 +88,61 @@ def test_frozen_active_driver_the_standby_takes_over_and_the_old_one_stops(
         assert standby.wait(timeout=400) == 0, standby.log.read_text()[-4000:]
         assert standby.latest().get("event") == "finished"
         assert processes.committed(work / "out") == processes.expected()
+    finally:
+        for driver in drivers:
+            if driver.proc.poll() is None:
+                driver.kill()
+
+
+def test_active_driver_killed_the_standby_restores_the_on_disk_state(
+    tmp_path: Path, replicas, observer
+) -> None:
+    # Keyed state in RocksDB on the executors' disks (real executor JVMs): the standby
+    # restores it from the incremental checkpoint's shared files.
+    cluster: list[ReplicaProcess] = [replicas(n) for n in ("a", "b")]
+    wait_leader(cluster, timeout=120)
+    addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
+    work = tmp_path / "job"
+    args = ("--coordinator", addresses, "--state-backend", "rocksdb")
+    master = "local-cluster[1,1,1024]"
+    active = processes.start_driver(work, *args, master=master, progress_name="active")
+    drivers = [active]
+    try:
+        wait_until(
+            lambda: (active.latest().get("last_completed") or 0) >= 1,
+            timeout=400,
+            message="the active driver completes a checkpoint",
+        )
+        active.signal(signal.SIGSTOP)  # the stream must not end while the standby starts
+        try:
+            standby = processes.start_driver(
+                work, *args, "--standby", master=master, progress_name="standby"
+            )
+            drivers.append(standby)
+            wait_until(
+                lambda: standby.latest().get("event") == "standby",
+                timeout=400,
+                message="the standby driver's Spark is up",
+            )
+        finally:
+            active.signal(signal.SIGCONT)
+        wait_until(lambda: _standby_registered(observer), timeout=400, message="standby waits")
+        assert active.proc.poll() is None and active.latest().get("event") is None
+
+        active.kill()  # kill -9, its JVMs too
+        wait_until(
+            lambda: any(r.get("event") == "started" for r in standby.reports()),
+            timeout=400,
+            message="the standby is granted the job and restores",
+        )
+        started = next(r for r in standby.reports() if r.get("event") == "started")
+        assert started["restored_from"] is not None and started["restored_from"] >= 1
+        assert standby.wait(timeout=400) == 0, standby.log.read_text()[-4000:]
+        last = standby.latest()
+        assert last.get("event") == "finished", last
+        assert processes.committed(work / "out") == processes.expected()
+        chk = tmp_path / "checkpoints" / JOB / f"chk-{last['last_completed']}"
+        assert processes.checkpointed_state(chk, tmp_path) == processes.expected_state()
     finally:
         for driver in drivers:
             if driver.proc.poll() is None:

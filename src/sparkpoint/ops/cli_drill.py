@@ -29,6 +29,7 @@ from sparkpoint.ops.drills.report import DrillReport, IterationResult
 from sparkpoint.ops.drills.runner import TargetSpec, run_drill
 from sparkpoint.ops.drills.zookeeper_loss import run_zookeeper_loss
 from sparkpoint.ops.zookeeper import ZooKeeperLaunchError
+from sparkpoint.pipeline.state_backend import BACKEND_NAMES
 
 F = Callable[..., Any]
 _DEFAULTS = ReplicaSettings()
@@ -62,6 +63,14 @@ def target_options(func: F) -> F:
                      default=None,
                      help="--local: the workload's checkpoint interval (s; default 0.5 for "
                           "the pipeline, 0.3 for the driver)."),
+        click.option("--state-backend", type=click.Choice(BACKEND_NAMES), default=None,
+                     help="--local: where the demo pipeline keeps keyed state (state.backend; "
+                          "default: $SPARKPOINT_STATE_BACKEND, else memory). rocksdb: "
+                          "incremental checkpoints; the drill also checks their shared files."),
+        click.option("--num-retained", type=click.IntRange(1, 10_000),
+                     default=_DEFAULTS.num_retained, show_default=True,
+                     help="--local: completed checkpoints each job retains "
+                          "(state.checkpoints.num-retained; the product default)."),
         click.option("--restart-command", metavar="CMD",
                      help="Deployment: shell command restarting a signalled replica "
                           "({instance_id}, {pid} filled in); default: its supervisor does."),
@@ -90,8 +99,13 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_:
         raise click.BadParameter(
             f"{opts['takeover_timeout']:g} s is below 3 lease renewals "
             f"({3 * _DEFAULTS.renew_interval_s:g} s)", param_hint="--takeover-timeout")  # fmt: skip
+    if opts["state_backend"] and not (opts["local"] and opts["workload"] == "pipeline"):
+        raise click.BadParameter(
+            "the state backend is the demo pipeline's: give it with --local and "
+            "--workload pipeline", param_hint="--state-backend")  # fmt: skip
     settings = ReplicaSettings(session_timeout_s=opts["session_timeout"],
                                takeover_timeout_s=opts["takeover_timeout"],
+                               num_retained=opts["num_retained"],
                                **settings_)  # fmt: skip
     return TargetSpec(
         local=opts["local"], directory=opts["directory"],
@@ -101,6 +115,7 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_:
         signal_command=opts["signal_command"], zookeeper_proxies=zookeeper_proxies,
         checkpoint_interval_ms=None if opts["checkpoint_interval"] is None
         else round(opts["checkpoint_interval"] * 1000),
+        state_backend=opts["state_backend"],
     )  # fmt: skip
 
 
@@ -186,7 +201,9 @@ def kill_leader(iterations: int, signal_name: str, interval: float, **opts: Any)
     Measures, from each signal, the time to a new leader (a higher term) and to
     the first checkpoint it completes; checks at most one acting leader at any moment,
     checkpoint ids strictly rising and never reused, no retained checkpoint lost, and with
-    --local the demo pipeline's exactly-once output. The replica is then restarted.
+    --local the demo pipeline's exactly-once output and, at the end, the job's shared
+    state files (none referenced missing, none unreferenced left). The replica is then
+    restarted.
     """
     options = KillLeaderOptions(iterations=iterations, signal=signal_name, interval_s=interval)
     _execute(opts, lambda t, o, c, p: run_kill_leader(t, o, options, c, p))
@@ -322,8 +339,8 @@ def chaos(
     After each: the kill-leader checks, completions as the drivers heard them (each id
     once, one pointer), the latest retained checkpoint loaded, verified and planned for
     restore, and no checkpoint directory older than --orphan-grace unless retained or
-    pending; at the end, the pipeline's exactly-once output. The report names each
-    iteration's fault.
+    pending; at the end, the pipeline's exactly-once output and the job's shared state
+    files (as `checkpoints shared-check`). The report names each iteration's fault.
     """  # fmt: skip
     if not opts["local"]:
         raise click.UsageError(

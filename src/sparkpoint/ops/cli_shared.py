@@ -9,13 +9,9 @@ import time
 
 import click
 
-from sparkpoint.metadata import MetadataError, decode_metadata
+from sparkpoint.metadata import MetadataError
 from sparkpoint.storage import METADATA_FILE_NAME, StorageError, filesystem_for
-from sparkpoint.storage.shared_files import (
-    check_shared_files,
-    list_shared_files,
-    shared_directory,
-)
+from sparkpoint.storage.shared_files import check_job_shared_files, read_checkpoint
 from sparkpoint.storage.uri import parse
 
 
@@ -42,12 +38,11 @@ def shared_check_command(checkpoint_dir: str, job_id: str, grace_s: float, as_js
             if entry.is_dir and entry.name.startswith("chk-"):
                 metadata = str(parse(entry.path).child(METADATA_FILE_NAME))
                 if fs.exists(metadata):
-                    data = fs.read(metadata)
-                    checkpoints.append(decode_metadata(data, source=metadata, base_dir=entry.path))
-        directory = shared_directory(checkpoint_dir, job_id)
-        report = check_shared_files(
-            directory,
-            list_shared_files(fs, directory),
+                    checkpoints.append(read_checkpoint(fs, metadata))
+        report = check_job_shared_files(
+            fs,
+            checkpoint_dir,
+            job_id,
             checkpoints,
             now_ms=time.time_ns() // 1_000_000,
             grace_ms=grace_s * 1000,
@@ -58,7 +53,7 @@ def shared_check_command(checkpoint_dir: str, job_id: str, grace_s: float, as_js
         click.echo(json.dumps({"ok": report.ok, **report.to_dict()}, indent=1, sort_keys=True))
     else:
         click.echo(
-            f"{directory}: {len(report.referenced)} referenced by {len(checkpoints)} "
+            f"{report.directory}: {len(report.referenced)} referenced by {len(checkpoints)} "
             f"checkpoints, {len(report.missing)} missing, {len(report.garbage)} unreferenced "
             f"beyond {grace_s:g} s, {len(report.young)} unreferenced within it"
         )

@@ -90,6 +90,28 @@ def list_shared_files(fs: FileSystem, directory: str) -> list[FileStatus]:
         return []
 
 
+def read_checkpoint(fs: FileSystem, metadata_uri: str) -> CompletedCheckpoint:
+    """The checkpoint a `_metadata` describes (relative state paths under its directory)."""
+    base = str(parse(metadata_uri).parent)
+    return decode_metadata(fs.read(metadata_uri), source=metadata_uri, base_dir=base)
+
+
+def check_job_shared_files(
+    fs: FileSystem,
+    checkpoint_dir: str,
+    job_id: str,
+    checkpoints: Iterable[CompletedCheckpoint],
+    *,
+    now_ms: int,
+    grace_ms: float,
+) -> SharedFilesReport:
+    """:func:`check_shared_files` on the job's ``shared/`` as it is listed now: what
+    ``sparkpoint checkpoints shared-check`` and the drills report."""
+    directory = shared_directory(checkpoint_dir, job_id)
+    listing = list_shared_files(fs, directory)
+    return check_shared_files(directory, listing, checkpoints, now_ms=now_ms, grace_ms=grace_ms)
+
+
 def check_shared_files(
     directory: str,
     listing: Iterable[FileStatus],
@@ -176,12 +198,10 @@ class SharedFileCollector:
     ) -> SharedFilesReport:
         """As :meth:`collect`, reading each retained checkpoint's `_metadata` (one per
         id; the pointers may come from several reads of the store)."""
-        checkpoints = []
-        for pointer in {p.checkpoint_id: p for p in retained}.values():
-            fs = storage.filesystem(pointer.metadata_uri)
-            data = fs.read(pointer.metadata_uri)
-            base = str(parse(pointer.metadata_uri).parent)
-            checkpoints.append(decode_metadata(data, source=pointer.metadata_uri, base_dir=base))
+        checkpoints = [
+            read_checkpoint(storage.filesystem(pointer.metadata_uri), pointer.metadata_uri)
+            for pointer in {p.checkpoint_id: p for p in retained}.values()
+        ]
         return self.collect(
             storage.filesystem(storage.checkpoint_dir),
             storage.checkpoint_dir,

@@ -59,6 +59,7 @@ from sparkpoint.ops.drills.kill_leader import first_after, steady
 from sparkpoint.ops.drills.observer import ClusterObserver, Observation
 from sparkpoint.ops.drills.report import DrillReport, IterationResult
 from sparkpoint.ops.drills.verification import (
+    LEAK_MARGIN_S,
     checkpoint_directories,
     latest_restore_check,
     pending_ids,
@@ -71,7 +72,6 @@ LEADER_FAULTS = ("kill-9", "sigterm", "sigstop", "zookeeper-cut-off",
 FAULTS = (*LEADER_FAULTS, "zookeeper-server-kill", "driver-kill", *JOB_FAULTS)
 #: Faults that need the demo pipeline as the workload.
 PIPELINE_FAULTS = ("driver-kill", "stop-and-register", "rescale-in-flight")
-LEAK_MARGIN_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)

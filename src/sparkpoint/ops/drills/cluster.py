@@ -80,6 +80,8 @@ class LocalCluster:
     zookeeper_proxies: bool = False
     # The workload's checkpoint interval (ms); None: the workload's own default.
     checkpoint_interval_ms: int | None = None
+    # The demo pipeline's state backend; None: its own default.
+    state_backend: str | None = None
 
     def start(self) -> LocalCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -116,7 +118,8 @@ class LocalCluster:
         addresses = [r.address for r in self.replicas]
         self.workload: Workload
         if self.pipeline:
-            pipeline = ClicksPipeline(addresses, self.directory / "pipeline")
+            pipeline = ClicksPipeline(addresses, self.directory / "pipeline",
+                                      state_backend=self.state_backend)  # fmt: skip
             if self.checkpoint_interval_ms is not None:
                 pipeline.interval_ms = self.checkpoint_interval_ms
             pipeline.start()

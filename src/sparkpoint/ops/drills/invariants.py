@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from sparkpoint.storage.shared_files import SharedFilesReport
+
 SINGLE_LEADER = "single_leader"
 IDS_RISING = "ids_strictly_rising"
 RETAINED_KEPT = "no_retained_checkpoint_lost"
@@ -247,3 +249,22 @@ def check_no_stale_directories(
                 ] if stale else []  # fmt: skip
     return _result(NO_STALE_DIRECTORIES, problems,
                    f"{len(directories)} directories, kept {sorted(keep)[-5:]}")  # fmt: skip
+
+
+# --- incremental keyed state ---------------------------------------------------------------
+
+SHARED_FILES_KEPT = "shared_files_referenced_and_collected"
+
+
+def check_shared_files_kept(report: SharedFilesReport, grace_s: float) -> Invariant:
+    """Every shared file a retained checkpoint references is there, and none is left that
+    no retained checkpoint references beyond the grace period — the verdict of
+    ``sparkpoint checkpoints shared-check`` on the job's ``shared/``."""
+    problems = [f"{len(report.missing)} referenced shared files missing: "
+                + ", ".join(report.missing[:3])] if report.missing else []  # fmt: skip
+    if report.garbage:
+        problems.append(f"{len(report.garbage)} unreferenced beyond {grace_s:g} s: "
+                        + ", ".join(f.path for f in report.garbage[:3]))  # fmt: skip
+    return _result(SHARED_FILES_KEPT, problems,
+                   f"{len(report.referenced)} referenced, {len(report.young)} unreferenced "
+                   f"within {grace_s:g} s")  # fmt: skip

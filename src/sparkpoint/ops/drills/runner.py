@@ -9,16 +9,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkpoint.ha import HAError
+from sparkpoint.metadata import MetadataError
 from sparkpoint.ops.drills.cluster import LocalCluster, RemoteTarget, Target
 from sparkpoint.ops.drills.invariants import (
+    SHARED_FILES_KEPT,
+    Invariant,
     check_completions_unique,
     check_ids_rising,
     check_runs_take_turns,
+    check_shared_files_kept,
 )
 from sparkpoint.ops.drills.observer import ClusterObserver
 from sparkpoint.ops.drills.replicas import ReplicaSettings
 from sparkpoint.ops.drills.report import DrillReport
+from sparkpoint.ops.drills.verification import LEAK_MARGIN_S, settled_shared_files_report
 from sparkpoint.ops.drills.workload import aborts, completions
+from sparkpoint.pipeline.state_backend import default_state_backend
+from sparkpoint.storage import StorageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +46,8 @@ class TargetSpec:
     zookeeper_proxies: bool = False
     #: --local: the workload's checkpoint interval (ms); None: the workload's default.
     checkpoint_interval_ms: int | None = None
+    #: --local: the demo pipeline's state backend (``memory``, ``rocksdb``); None: its default.
+    state_backend: str | None = None
 
 
 def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
@@ -56,6 +66,8 @@ def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
         "tolerable_failed_checkpoints": s.tolerable_failed_checkpoints if spec.local else None,
         "zookeeper_fault_proxies": spec.zookeeper_proxies,
         "checkpoint_interval_ms": target.workload.interval_ms if spec.local else None,
+        "state_backend": (spec.state_backend or default_state_backend().name)
+        if spec.local and spec.pipeline else None,
     }  # fmt: skip
 
 
@@ -66,7 +78,8 @@ def drill_target(spec: TargetSpec) -> Iterator[tuple[Target, ClusterObserver]]:
         directory = spec.directory or Path(tempfile.mkdtemp(prefix="sparkpoint-drill-"))
         target = LocalCluster(directory, spec.settings, pipeline=spec.pipeline,
                               zookeeper_proxies=spec.zookeeper_proxies,
-                              checkpoint_interval_ms=spec.checkpoint_interval_ms)  # fmt: skip
+                              checkpoint_interval_ms=spec.checkpoint_interval_ms,
+                              state_backend=spec.state_backend)  # fmt: skip
         try:
             target.start()
         except BaseException:
@@ -89,8 +102,8 @@ def finish(
     report: DrillReport, target: Target, observer: ClusterObserver, timeout: float = 300.0
 ) -> DrillReport:
     """Whole-run checks: ids over every iteration, the workload's exactly-once verdict,
-    every completion the drivers heard (the last run's included) announced once, and the
-    driver runs taking turns."""
+    every completion the drivers heard (the last run's included) announced once, the
+    driver runs taking turns, and (local cluster) the job's shared state files."""
     report.overall.append(check_ids_rising(observer.completion_ids()))
     verdict = target.workload.finish(timeout)
     if verdict is not None:
@@ -98,9 +111,25 @@ def finish(
     heard = target.workload.notices()
     report.overall.append(check_completions_unique(completions(heard)))
     report.overall.append(check_runs_take_turns(completions(heard)))
+    if isinstance(target, LocalCluster):
+        report.overall.append(shared_files_verdict(target))
     report.aborted = [{"id": n.get("checkpoint_id"), "reason": n.get("reason")}
                       for n in aborts(heard)]  # fmt: skip
     return report
+
+
+def shared_files_verdict(target: LocalCluster) -> Invariant:
+    """No shared file a retained checkpoint references is missing, none that nothing
+    references is left once the collector had its grace period, a scan and a margin."""
+    s = target.settings
+    grace_s = s.orphan_grace_s + s.orphan_scan_interval_s
+    try:
+        found = settled_shared_files_report(target.conn, str(target.checkpoints_dir),
+                                            target.workload.job_id, grace_s,
+                                            within_s=grace_s + LEAK_MARGIN_S)  # fmt: skip
+    except (HAError, StorageError, MetadataError) as exc:
+        return Invariant(SHARED_FILES_KEPT, False, f"cannot read: {exc}")
+    return check_shared_files_kept(found, grace_s)
 
 
 def run_drill(

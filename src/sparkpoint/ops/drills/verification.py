@@ -12,21 +12,29 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from sparkpoint.checkpoint import CheckpointPointer
 from sparkpoint.client import ClientError, CoordinatorClient
 from sparkpoint.ha import HAError, ZooKeeperConnection
 from sparkpoint.metadata import MetadataError
 from sparkpoint.ops.drills.invariants import CheckpointDirectory, RestoreCheck
 from sparkpoint.recovery import RestoreError, plan_restore
-from sparkpoint.storage import StorageError, check_state_files, load_metadata
+from sparkpoint.storage import StorageError, check_state_files, filesystem_for, load_metadata
+from sparkpoint.storage.shared_files import (
+    SharedFilesReport,
+    check_job_shared_files,
+    read_checkpoint,
+)
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore, ZooKeeperJobRegistry
 
 CHECKPOINT_PREFIX = "chk-"
+#: Time the leader's collector gets, beyond its grace period and a scan, before what it
+#: should have deleted counts as leaked (a loaded machine's scans run late).
+LEAK_MARGIN_S = 30.0
 PENDING = {"IN_PROGRESS", "FINALIZING", "in_progress", "finalizing", "pending"}
 
 
 def latest_restore_check(conn: ZooKeeperConnection, job_id: str) -> RestoreCheck:
-    store = ZooKeeperCompletedCheckpointStore(conn, job_id, None)
-    pointers = store.recover()
+    pointers = retained_pointers(conn, job_id)
     if not pointers:
         return RestoreCheck(None)
     latest = max(pointers, key=lambda p: p.checkpoint_id)
@@ -89,3 +97,41 @@ def pending_ids(addresses: list[str], job_id: str) -> set[int] | None:
     except (ClientError, HAError):
         return None
     return {int(r["id"]) for r in history if str(r.get("status")) in PENDING}
+
+
+def retained_pointers(conn: ZooKeeperConnection, job_id: str) -> list[CheckpointPointer]:
+    return ZooKeeperCompletedCheckpointStore(conn, job_id, None).recover()
+
+
+def shared_files_report(
+    checkpoint_dir: str,
+    job_id: str,
+    retained: list[CheckpointPointer],
+    grace_s: float,
+    now: float | None = None,
+) -> SharedFilesReport:
+    """The job's ``shared/`` against what the retained checkpoints' `_metadata` files
+    reference, by the checker of ``sparkpoint checkpoints shared-check``. A `_metadata`
+    that cannot be read raises :class:`StorageError` / :class:`MetadataError`."""
+    now = time.time() if now is None else now
+    checkpoints = [read_checkpoint(filesystem_for(p.metadata_uri), p.metadata_uri)
+                   for p in retained]  # fmt: skip
+    return check_job_shared_files(filesystem_for(checkpoint_dir), checkpoint_dir, job_id,
+                                  checkpoints, now_ms=int(now * 1000),
+                                  grace_ms=grace_s * 1000)  # fmt: skip
+
+
+def settled_shared_files_report(
+    conn: ZooKeeperConnection, checkpoint_dir: str, job_id: str, grace_s: float, within_s: float
+) -> SharedFilesReport:
+    """:func:`shared_files_report` once it holds, or as it is after ``within_s``. At the
+    end of a drill the last checkpoints have just subsumed older ones: their files are
+    unreferenced only from now on, and the leader's collector deletes them a grace
+    period (and a scan) later."""
+    deadline = time.monotonic() + within_s
+    while True:
+        report = shared_files_report(checkpoint_dir, job_id, retained_pointers(conn, job_id),
+                                     grace_s)  # fmt: skip
+        if report.ok or time.monotonic() > deadline:
+            return report
+        time.sleep(0.5)

@@ -160,6 +160,8 @@ class ClicksPipeline:
     records_per_epoch: int = 200
     #: The driver's parallelism; the chaos drill's rescale fault changes it.
     parallelism: int = 2
+    #: Where keyed state lives (``--state-backend`` of every driver run); None: its default.
+    state_backend: str | None = None
     proc: subprocess.Popen[bytes] | None = None
     #: A warm standby driver beside the active one (``--standby``), when one runs.
     standby_proc: subprocess.Popen[bytes] | None = None
@@ -188,6 +190,7 @@ class ClicksPipeline:
             "--interval-ms", str(self.interval_ms),
             "--coordinator", ",".join(a.removeprefix("http://") for a in self.addresses),
             "--notices", str(self.notice_log),
+            *(("--state-backend", self.state_backend) if self.state_backend else ()),
             *extra,
         ]  # fmt: skip
         with open(self.directory / f"{name}.log", "ab") as log:
