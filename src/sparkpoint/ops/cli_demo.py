@@ -14,7 +14,7 @@ from rich.live import Live
 from rich.table import Table
 
 from sparkpoint.ops.cli_hdfs import DEFAULT_DIR as HDFS_DEFAULT_DIR
-from sparkpoint.ops.demo import JOB, Demo, DemoOptions
+from sparkpoint.ops.demo import JOB, RETAINED, Demo, DemoOptions
 from sparkpoint.ops.demo_storage import hdfs_checkpoints
 from sparkpoint.ops.hdfs import HdfsLaunchError
 from sparkpoint.ops.jvm import JvmArtifactsError
@@ -221,7 +221,10 @@ def demo(
     )
     if hdfs is not None:
         left = summary["left_on_hdfs"]
-        console.print(f"left on HDFS: complete {left['complete']}, incomplete {left['incomplete']}")
+        console.print(
+            f"left on HDFS: complete {left['complete']} (the demo retains {RETAINED}), "
+            f"incomplete {left['incomplete']} (in flight at the stop, or not yet collected)"
+        )
     _print_verification(console, verification)
     if failed:
         raise SystemExit(1)
