@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 import pickle
+from functools import partial
+from pathlib import Path
 
 import pytest
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec
+from sparkpoint.ops.hdfs import LocalHdfs
 from sparkpoint.recovery import plan_restore
 from sparkpoint.recovery.loading import load_checkpoint, load_latest_checkpoint
 from sparkpoint.recovery.reader import read_subtask_keyed_state
 from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store.standalone import StandaloneCompletedCheckpointStore
 from tests.recovery.support import pointer_for, write_keyed_checkpoint
-from tests.support.hdfs import TEST_USER
+from tests.support.hdfs import TEST_USER, own_cluster
+from tests.support.waiting import wait_until
 
 STATE = {f"user-{i}": pickle.dumps(i) for i in range(1500)}
 
@@ -80,3 +84,76 @@ def test_cli_plans_from_hdfs(hdfs_root: str) -> None:
         3,
         4,
     ]
+
+
+@pytest.mark.slow
+def test_a_rescaled_subtask_reads_about_its_share_of_the_bytes(tmp_path: Path) -> None:
+    """Each new subtask reads its key groups by offset (docs/state-files.md): what it asks
+    for is about its share of the state files, and what the DataNodes read from their
+    disks for it (their own BytesRead counters, summed over the cluster) is about that.
+    A cluster of its own: no other test's reads in the counters."""
+    with own_cluster(tmp_path / "hdfs", datanodes=3, replication=2) as cluster:
+        _check_reads_by_offset(cluster, f"{cluster.webhdfs_uri}/tmp/share")
+
+
+def _check_reads_by_offset(hdfs_cluster: LocalHdfs, hdfs_root: str) -> None:
+    storage = CheckpointStorage(hdfs_root, inline_threshold=0, user=TEST_USER)
+    big = {f"user-{i}": bytes(2000) + pickle.dumps(i) for i in range(3000)}  # ~6 MB, 6 blocks
+    write_keyed_checkpoint(storage.init_checkpoint("share", 1), big)
+    directory = storage.checkpoint_directory("share", 1)
+    loaded = load_checkpoint(storage, directory)
+    total = sum(f.size for f in storage.filesystem(directory).list(directory)
+                if f.name.startswith("count-"))  # fmt: skip
+    new_parallelism = 6
+    plan = plan_restore(
+        loaded.checkpoint,
+        JobGraph("share", (OperatorSpec("count", new_parallelism, 128, keyed=True),)),
+    )
+    restored: dict[object, bytes] = {}
+    for subtask in plan.operators["count"].subtasks:
+        before = _bytes_read(hdfs_cluster)
+        asked = _CountingReads(storage)
+        for _, key, value in read_subtask_keyed_state(
+            subtask, asked.filesystem, max_parallelism=128
+        ):
+            restored[key] = value
+        # The DataNodes' counters reach what was delivered once /jmx refreshes (1 s).
+        read = wait_until(
+            partial(_read_since, hdfs_cluster, before, asked.bytes),
+            timeout=90,
+            message="the DataNodes' BytesRead to count this subtask's reads",
+        )
+        assert asked.bytes < 1.5 * total / new_parallelism, (asked.bytes, total)
+        assert read < 1.5 * asked.bytes + 64 * 1024, (read, asked.bytes)
+    assert restored == big
+
+
+class _CountingReads:
+    """The storage's filesystems, counting the bytes each read hands back."""
+
+    def __init__(self, storage: CheckpointStorage) -> None:
+        self.storage = storage
+        self.bytes = 0
+
+    def filesystem(self, uri: str) -> object:
+        counter, fs = self, self.storage.filesystem(uri)
+
+        class Counted:
+            def read_range(self, path: str, offset: int, length: int) -> bytes:
+                data = fs.read_range(path, offset, length)
+                counter.bytes += len(data)
+                return data
+
+            def __getattr__(self, name: str) -> object:
+                return getattr(fs, name)
+
+        return Counted()
+
+
+def _read_since(cluster: LocalHdfs, before: int, at_least: int) -> int:
+    read = _bytes_read(cluster) - before
+    return read if read >= at_least else 0
+
+
+def _bytes_read(cluster: LocalHdfs) -> int:
+    return sum(c.get("BytesRead", 0) for c in cluster.datanode_counters().values())
