@@ -1,0 +1,137 @@
+"""The I/O half of the chaos drill's checkers: read what a restore would read, and list
+what lies in checkpoint storage. The verdicts are the pure functions in
+:mod:`sparkpoint.drills.invariants`.
+
+The latest retained checkpoint is loaded exactly as ``sparkpoint metadata inspect
+--verify`` does (the `_metadata` read and its checksum, every state file it lists checked
+for presence and size), then a restore plan is made from it for the job's registered graph.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from sparkpoint.checkpoint import CheckpointPointer
+from sparkpoint.client import ClientError, CoordinatorClient
+from sparkpoint.drills.invariants import CheckpointDirectory, RestoreCheck
+from sparkpoint.ha import HAError, ZooKeeperConnection
+from sparkpoint.metadata import MetadataError
+from sparkpoint.recovery import RestoreError, plan_restore
+from sparkpoint.storage import StorageError, check_state_files, filesystem_for, load_metadata
+from sparkpoint.storage.shared_files import (
+    SharedFilesReport,
+    check_job_shared_files,
+    read_checkpoint,
+)
+from sparkpoint.store import ZooKeeperCompletedCheckpointStore, ZooKeeperJobRegistry
+
+CHECKPOINT_PREFIX = "chk-"
+#: Time the leader's collector gets, beyond its grace period and a scan, before what it
+#: should have deleted counts as leaked (a loaded machine's scans run late).
+LEAK_MARGIN_S = 30.0
+PENDING = {"IN_PROGRESS", "FINALIZING", "in_progress", "finalizing", "pending"}
+
+
+def latest_restore_check(conn: ZooKeeperConnection, job_id: str) -> RestoreCheck:
+    pointers = retained_pointers(conn, job_id)
+    if not pointers:
+        return RestoreCheck(None)
+    latest = max(pointers, key=lambda p: p.checkpoint_id)
+    base = RestoreCheck(latest.checkpoint_id, latest.metadata_uri, latest.metadata_checksum)
+    try:
+        loaded = load_metadata(latest.metadata_uri)
+    except (MetadataError, StorageError) as exc:
+        return RestoreCheck(**{**_fields(base), "load_error": str(exc)})
+    checks = check_state_files(loaded.checkpoint)
+    problems = tuple(f"{c.path}: {c.problem}" for c in checks if not c.ok)
+    plan_error, subtasks = "", 0
+    record = ZooKeeperJobRegistry(conn, None).get(job_id)
+    if record is None:
+        plan_error = f"job {job_id} is not registered"
+    else:
+        try:
+            plan = plan_restore(loaded.checkpoint, record.graph)
+            subtasks = sum(len(op.subtasks) for op in plan.operators.values())
+        except RestoreError as exc:
+            plan_error = str(exc)
+    return RestoreCheck(
+        latest.checkpoint_id, latest.metadata_uri, latest.metadata_checksum,
+        read_checksum=loaded.checksum, files=len(checks), file_problems=problems,
+        plan_error=plan_error, planned_subtasks=subtasks,
+    )  # fmt: skip
+
+
+def _fields(check: RestoreCheck) -> dict[str, object]:
+    return {name: getattr(check, name) for name in RestoreCheck.__slots__}
+
+
+def checkpoint_directories(job_dir: Path, now: float | None = None) -> list[CheckpointDirectory]:
+    """``chk-<id>`` directories of one job, aged by their newest entry (a directory still
+    being written to is young)."""
+    now = time.time() if now is None else now
+    found = []
+    if not job_dir.is_dir():
+        return found
+    for d in job_dir.iterdir():
+        name = d.name
+        if not (d.is_dir() and name.startswith(CHECKPOINT_PREFIX)
+                and name[len(CHECKPOINT_PREFIX):].isdigit()):  # fmt: skip
+            continue
+        try:
+            entries = list(d.iterdir())
+            newest = max([d.stat().st_mtime, *(p.stat().st_mtime for p in entries)])
+        except OSError:
+            continue  # removed while looking: not an orphan
+        cid = int(name[len(CHECKPOINT_PREFIX) :])
+        has_files = any(not p.is_dir() for p in entries)
+        found.append(CheckpointDirectory(cid, now - newest, has_files, str(d)))
+    return sorted(found, key=lambda x: x.checkpoint_id)
+
+
+def pending_ids(addresses: list[str], job_id: str) -> set[int] | None:
+    """Ids the leader has in flight (None: no leader answered)."""
+    try:
+        with CoordinatorClient(addresses, timeout_s=2.0, retry_for_s=5.0) as client:
+            history = client.checkpoints(job_id).get("history", [])
+    except (ClientError, HAError):
+        return None
+    return {int(r["id"]) for r in history if str(r.get("status")) in PENDING}
+
+
+def retained_pointers(conn: ZooKeeperConnection, job_id: str) -> list[CheckpointPointer]:
+    return ZooKeeperCompletedCheckpointStore(conn, job_id, None).recover()
+
+
+def shared_files_report(
+    checkpoint_dir: str,
+    job_id: str,
+    retained: list[CheckpointPointer],
+    grace_s: float,
+    now: float | None = None,
+) -> SharedFilesReport:
+    """The job's ``shared/`` against what the retained checkpoints' `_metadata` files
+    reference, by the checker of ``sparkpoint checkpoints shared-check``. A `_metadata`
+    that cannot be read raises :class:`StorageError` / :class:`MetadataError`."""
+    now = time.time() if now is None else now
+    checkpoints = [read_checkpoint(filesystem_for(p.metadata_uri), p.metadata_uri)
+                   for p in retained]  # fmt: skip
+    return check_job_shared_files(filesystem_for(checkpoint_dir), checkpoint_dir, job_id,
+                                  checkpoints, now_ms=int(now * 1000),
+                                  grace_ms=grace_s * 1000)  # fmt: skip
+
+
+def settled_shared_files_report(
+    conn: ZooKeeperConnection, checkpoint_dir: str, job_id: str, grace_s: float, within_s: float
+) -> SharedFilesReport:
+    """:func:`shared_files_report` once it holds, or as it is after ``within_s``. At the
+    end of a drill the last checkpoints have just subsumed older ones: their files are
+    unreferenced only from now on, and the leader's collector deletes them a grace
+    period (and a scan) later."""
+    deadline = time.monotonic() + within_s
+    while True:
+        report = shared_files_report(checkpoint_dir, job_id, retained_pointers(conn, job_id),
+                                     grace_s)  # fmt: skip
+        if report.ok or time.monotonic() > deadline:
+            return report
+        time.sleep(0.5)
