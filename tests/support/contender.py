@@ -1,8 +1,8 @@
 """A bare election contender process: joins the election and, while it leads, issues
 checkpoint ids from a job's counter at a steady pace.
 
-It is what failover tests and ``sparkpoint demo`` kill, stop and resume before the full
-coordinator exists, and a way to watch the election alone. Run it as
+It is what the election's failover tests kill, stop and resume: the election alone,
+without a coordinator. Run it as
 ``python -m tests.support.contender --help``. It writes its status as JSON to
 ``--status`` after every change and appends every id it issues, with its epoch, to
 ``--status``.ids.

@@ -12,33 +12,21 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from sparkpoint.demo.feed import KEYS, OrdersFeed
 from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
 
 log = logging.getLogger(__name__)
 
 QUEUE = "orders"
-KEYS = 50
-#: Every this many messages one poison message (an undecodable body) is published.
-POISON_EVERY = 500
 
 
 @dataclass
-class QueueDemo:
-    directory: Path
-    rate_per_s: float = 100.0
+class QueueDemo(OrdersFeed):
     rabbitmq: RabbitMQServer | None = None
     postgres: PostgresServer | None = None
-    published: int = 0
-    poisoned: int = 0
-    verification: dict[str, Any] = field(default_factory=dict)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
     _pg_dir: Path | None = None
 
     def start_servers(self) -> None:
@@ -59,10 +47,6 @@ class QueueDemo:
             "--conninfo", self.postgres.conninfo,
         ]  # fmt: skip
 
-    def start_publisher(self) -> None:
-        self._thread = threading.Thread(target=self._publish, name="publisher", daemon=True)
-        self._thread.start()
-
     def _publish(self) -> None:
         import pika
 
@@ -75,29 +59,20 @@ class QueueDemo:
             channel.queue_declare(QUEUE, durable=True)
             channel.confirm_delivery()
             persistent = 2
-            started = time.monotonic()
-            while not self._stop.is_set():
-                due = int((time.monotonic() - started) * self.rate_per_s)
-                while self.published < due and not self._stop.is_set():
-                    if (self.published + self.poisoned) % POISON_EVERY == POISON_EVERY - 1:
-                        props = pika.BasicProperties(
-                            message_id=f"poison-{self.poisoned}", delivery_mode=persistent
-                        )
-                        channel.basic_publish("", QUEUE, b"\xff{not json", props)
-                        self.poisoned += 1
-                        continue
-                    mid, body = message(self.published, KEYS)
-                    props = pika.BasicProperties(message_id=mid, delivery_mode=persistent)
-                    channel.basic_publish("", QUEUE, body, props)
-                    self.published += 1
-                connection.process_data_events(time_limit=0.05)  # the publishing tick
+
+            def poison(k: int) -> None:
+                props = pika.BasicProperties(message_id=f"poison-{k}", delivery_mode=persistent)
+                channel.basic_publish("", QUEUE, b"\xff{not json", props)
+
+            def send(n: int) -> None:
+                mid, body = message(n, KEYS)
+                props = pika.BasicProperties(message_id=mid, delivery_mode=persistent)
+                channel.basic_publish("", QUEUE, body, props)
+
+            # The publishing tick lets pika handle the broker's confirms.
+            self._paced(poison, send, lambda: connection.process_data_events(time_limit=0.05))
         finally:
             connection.close()
-
-    def stop_publisher(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(30)
 
     def rows(self) -> int:
         import psycopg
@@ -111,10 +86,6 @@ class QueueDemo:
         except psycopg.Error:
             return 0
         return int(row[0]) if row else 0
-
-    def drained(self) -> bool:
-        """Every published message has a committed row (or more: the check says)."""
-        return self.rows() >= self.published
 
     def verify(self) -> bool:
         import pika
@@ -133,18 +104,7 @@ class QueueDemo:
         finally:
             if connection.is_open:
                 connection.close()
-        ok = result.ok and dead == self.poisoned
-        self.verification = {
-            "ok": ok,
-            "summary": result.summary(),
-            "published": self.published,
-            "rows": result.rows,
-            "missing": len(result.missing),
-            "duplicated": len(result.duplicated),
-            "poisoned": self.poisoned,
-            "dead_lettered": dead,
-        }
-        return ok
+        return self._judge(result, dead)
 
     def close(self) -> None:
         self.stop_publisher()

@@ -11,13 +11,11 @@ topic (counted by origin: a replayed epoch may dead-letter a record twice).
 from __future__ import annotations
 
 import json
-import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
-from sparkpoint.demo.connectors import KEYS, POISON_EVERY
+from sparkpoint.demo.feed import KEYS, OrdersFeed
 from sparkpoint.devcluster.kafka import LocalKafka
 
 INPUT, OUTPUT = "orders", "orders-seen"
@@ -26,15 +24,9 @@ PARTITIONS = 4
 
 
 @dataclass
-class KafkaDemo:
-    directory: Path
-    rate_per_s: float = 100.0
+class KafkaDemo(OrdersFeed):
     kafka: LocalKafka | None = None
-    published: int = 0
-    poisoned: int = 0
-    verification: dict[str, Any] = field(default_factory=dict)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    publisher_join_s: ClassVar[float] = 90.0
 
     def start_servers(self) -> None:
         from sparkpoint.pipeline.examples.kafka_orders import create_topics
@@ -54,10 +46,6 @@ class KafkaDemo:
             "--input-topic", INPUT, "--output-topic", OUTPUT,
         ]  # fmt: skip
 
-    def start_publisher(self) -> None:
-        self._thread = threading.Thread(target=self._publish, name="publisher", daemon=True)
-        self._thread.start()
-
     def _publish(self) -> None:
         from confluent_kafka import Producer
 
@@ -65,25 +53,17 @@ class KafkaDemo:
 
         assert self.kafka is not None
         producer = Producer({"bootstrap.servers": self.kafka.bootstrap, "enable.idempotence": True})
-        started = time.monotonic()
-        while not self._stop.is_set():
-            due = int((time.monotonic() - started) * self.rate_per_s)
-            while self.published < due and not self._stop.is_set():
-                if (self.published + self.poisoned) % POISON_EVERY == POISON_EVERY - 1:
-                    producer.produce(INPUT, b"\xff{not json")
-                    self.poisoned += 1
-                    continue
-                _, body = message(self.published, KEYS)
-                producer.produce(INPUT, body, key=json.loads(body)["key"].encode())
-                self.published += 1
-            producer.poll(0.05)  # the publishing tick (delivery callbacks)
+
+        def send(n: int) -> None:
+            _, body = message(n, KEYS)
+            producer.produce(INPUT, body, key=json.loads(body)["key"].encode())
+
+        # The publishing tick serves the producer's delivery callbacks.
+        self._paced(
+            lambda _: producer.produce(INPUT, b"\xff{not json"), send, lambda: producer.poll(0.05)
+        )
         if producer.flush(60) > 0:
             raise RuntimeError("the demo's producer could not deliver every record")
-
-    def stop_publisher(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(90)
 
     def rows(self) -> int:
         from sparkpoint.pipeline.examples.kafka_orders import read_committed
@@ -94,9 +74,6 @@ class KafkaDemo:
         except Exception:  # a broker that is not answering counts as nothing yet
             return 0
 
-    def drained(self) -> bool:
-        return self.rows() >= self.published
-
     def verify(self) -> bool:
         from sparkpoint.pipeline.examples.kafka_orders import verify
         from sparkpoint.pipeline.examples.orders import message
@@ -105,18 +82,7 @@ class KafkaDemo:
         ids = [message(i, KEYS)[0] for i in range(self.published)]
         result = verify(self.kafka.bootstrap, OUTPUT, ids)
         dead = len(dead_lettered_origins(self.kafka.bootstrap, DEAD_LETTER))
-        ok = result.ok and dead == self.poisoned
-        self.verification = {
-            "ok": ok,
-            "summary": result.summary(),
-            "published": self.published,
-            "rows": result.rows,
-            "missing": len(result.missing),
-            "duplicated": len(result.duplicated),
-            "poisoned": self.poisoned,
-            "dead_lettered": dead,
-        }
-        return ok
+        return self._judge(result, dead)
 
     def close(self) -> None:
         self.stop_publisher()

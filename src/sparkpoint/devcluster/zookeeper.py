@@ -7,7 +7,6 @@ prerequisite. Used by ``sparkpoint zookeeper …``, ``sparkpoint demo`` and the 
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
@@ -16,7 +15,6 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -403,13 +401,3 @@ class LocalZooKeeper:
 
     def _alive(self, spec: ServerSpec) -> bool:
         return daemons.running(spec.pid, self._procs.get(spec.server_id), "QuorumPeerMain")
-
-
-@contextlib.contextmanager
-def local_zookeeper(base_dir: str | Path, **kwargs: object) -> Iterator[LocalZooKeeper]:
-    zk = LocalZooKeeper(base_dir, **kwargs)  # type: ignore[arg-type]
-    zk.start()
-    try:
-        yield zk
-    finally:
-        zk.stop()
