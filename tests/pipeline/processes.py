@@ -31,14 +31,15 @@ SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 300, 1600, 400
 PARALLELISM = 4
 
 
-def _source(per_split: int) -> ClickEventSource:
+def _source(per_split: int, users: int = USERS) -> ClickEventSource:
     return ClickEventSource(
-        splits=SPLITS, users=USERS, records_per_epoch=PER_EPOCH, records_per_split=per_split
+        splits=SPLITS, users=users, records_per_epoch=PER_EPOCH, records_per_split=per_split
     )
 
 
-def expected(per_split: int = PER_SPLIT) -> list[str]:
-    return expected_output(_source(per_split).all_records())
+def expected(per_split: int = PER_SPLIT, users: int = USERS) -> list[str]:
+    """The output of a driver started with this ``per_split`` (and ``--users users``)."""
+    return expected_output(_source(per_split, users).all_records())
 
 
 def expected_state(per_split: int = PER_SPLIT) -> dict[str, dict[str, Any]]:

@@ -4,9 +4,12 @@ its offline expected output."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sparkpoint.pipeline import ClickEventSource, Pipeline
 from sparkpoint.pipeline.examples.clicks import clicks_pipeline, expected_output
+from sparkpoint.storage import CheckpointStorage
+from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 
 SPLITS = 4
 USERS = 120
@@ -36,3 +39,22 @@ def pipeline(
 def committed(p: Pipeline) -> list[str]:
     assert p.sink_op is not None
     return sorted(p.sink_op.committed_lines())
+
+
+def retained(observer: Any, job_id: str) -> list[int]:
+    """The completed checkpoints of ``job_id`` as ZooKeeper holds them (``observer``: a
+    connection to the cluster's znodes)."""
+    store = ZooKeeperCompletedCheckpointStore(observer, job_id, None)
+    return [p.checkpoint_id for p in store.recover()]
+
+
+def assert_hdfs_matches_zookeeper(storage: CheckpointStorage, observer: Any, job_id: str) -> None:
+    """Every checkpoint ZooKeeper lists is whole in ``storage`` (its `_metadata` reads and
+    names state files that all exist at their sizes); no other has a `_metadata`."""
+    stored = retained(observer, job_id)
+    on_hdfs = storage.list_checkpoints(job_id, completed_only=True)
+    assert sorted(stored) == sorted(on_hdfs), (stored, on_hdfs)
+    for cid in stored:
+        directory = storage.checkpoint_directory(job_id, cid)
+        checks = storage.verify(storage.read_metadata(directory))
+        assert checks and all(c.ok for c in checks), checks

@@ -28,7 +28,6 @@ from sparkpoint.pipeline import PipelineDriver
 from sparkpoint.pipeline.remote import RemoteChannel
 from sparkpoint.service import Service, start_service
 from sparkpoint.storage import CheckpointStorage, filesystem_for
-from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.support.hdfs import own_cluster
 from tests.support.waiting import wait_until
 
@@ -79,8 +78,7 @@ class Harness:
 
     def stored(self) -> list[int]:
         """The completed checkpoints as ZooKeeper holds them."""
-        store = ZooKeeperCompletedCheckpointStore(self.observer, JOB, None)
-        return [p.checkpoint_id for p in store.recover()]
+        return support.retained(self.observer, JOB)
 
     def outcome(self, cid: int) -> str:
         """The checkpoint's status as the leader's REST API reports it (``COMPLETED``,
@@ -112,15 +110,7 @@ class Harness:
         return cid, thread
 
     def assert_hdfs_matches_zookeeper(self) -> None:
-        """Every checkpoint ZooKeeper lists is whole on HDFS (its `_metadata` reads and
-        names state files that all exist at their sizes); no other has a `_metadata`."""
-        stored = self.stored()
-        on_hdfs = self.storage.list_checkpoints(JOB, completed_only=True)
-        assert sorted(stored) == sorted(on_hdfs), (stored, on_hdfs)
-        for cid in stored:
-            directory = self.storage.checkpoint_directory(JOB, cid)
-            checks = self.storage.verify(self.storage.read_metadata(directory))
-            assert checks and all(c.ok for c in checks), checks
+        support.assert_hdfs_matches_zookeeper(self.storage, self.observer, JOB)
 
     def finish(self) -> None:
         self.driver.run()
