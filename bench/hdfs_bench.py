@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sparkpoint.ops.hdfs import FS_SHELL_MAIN, LocalHdfs
+from sparkpoint.devcluster.hdfs import FS_SHELL_MAIN, LocalHdfs
 from sparkpoint.storage import CheckpointStorage
 
 MIB = 1024 * 1024

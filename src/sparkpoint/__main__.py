@@ -1,5 +1,5 @@
 """`python -m sparkpoint` is the `sparkpoint` command."""
 
-from sparkpoint.ops.cli import main
+from sparkpoint.cli.main import main
 
 main()

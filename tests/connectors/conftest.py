@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.ops.kafka import LocalKafka
-from sparkpoint.ops.local_servers import PostgresServer, RabbitMQServer
+from sparkpoint.devcluster.kafka import LocalKafka
+from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
 from tests.pipeline.conftest import spark
 
 __all__ = ["spark"]

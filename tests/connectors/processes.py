@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparkpoint.ops.kafka import LocalKafka
-from sparkpoint.ops.local_servers import PostgresServer, RabbitMQServer
+from sparkpoint.devcluster.kafka import LocalKafka
+from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
 from tests.pipeline.processes import DriverProcess
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sparkpoint.ops.local_servers import PostgresServer, RabbitMQServer
+from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
 
 from . import support
 

@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from sparkpoint.ops.kafka import LocalKafka
+from sparkpoint.devcluster.kafka import LocalKafka
 from sparkpoint.pipeline.kafka_sink import KafkaSink, KafkaSinkError, StagedChunk
 from sparkpoint.pipeline.two_phase import EpochOutput
 

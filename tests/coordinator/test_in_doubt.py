@@ -14,10 +14,10 @@ import pytest
 
 from sparkpoint.coordinator import AbortNotice, CheckpointCoordinator, CheckpointingOptions
 from sparkpoint.counter import StandaloneCheckpointIDCounter
+from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import Fence, Op, PossiblyAppliedError, ZooKeeperConnection, read_epoch
 from sparkpoint.ha.connection import ConnectionState
 from sparkpoint.ha.fencing import bump_epoch
-from sparkpoint.ops.zookeeper import LocalZooKeeper
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.support.faultproxy import TO_CLIENT, FaultProxy
 from tests.support.waiting import wait_until

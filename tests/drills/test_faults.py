@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparkpoint.ops.drills.faults import FaultProxy, Mode
+from sparkpoint.drills.faults import FaultProxy, Mode
 from tests.support.waiting import wait_until
 
 

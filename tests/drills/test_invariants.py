@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkpoint.ops.drills import (
+from sparkpoint.drills import (
     CompletionNotice,
     DrillReport,
     Invariant,

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from sparkpoint.config import ZooKeeperSettings
+from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import (
     ContenderState,
     HAError,
@@ -16,7 +17,6 @@ from sparkpoint.ha import (
     ZooKeeperLeaderElection,
     ZooKeeperLeadership,
 )
-from sparkpoint.ops.zookeeper import LocalZooKeeper
 from tests.support.waiting import wait_until
 from tests.support.zk import settings_for
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from sparkpoint.ops.cli_demo import _view
-from sparkpoint.ops.demo import Demo, DemoOptions, Replica
+from sparkpoint.cli.demo import _view
+from sparkpoint.demo.run import Demo, DemoOptions, Replica
 
 
 @pytest.mark.slow

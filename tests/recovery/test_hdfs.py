@@ -64,7 +64,7 @@ def test_fallback_on_hdfs(hdfs_root: str) -> None:
 def test_cli_plans_from_hdfs(hdfs_root: str) -> None:
     from click.testing import CliRunner
 
-    from sparkpoint.ops.cli import main
+    from sparkpoint.cli.main import main
 
     storage = CheckpointStorage(hdfs_root, user=TEST_USER)
     write_keyed_checkpoint(storage.init_checkpoint("hdfs-cli", 4), STATE)

@@ -93,8 +93,8 @@ def test_the_collector_waits_a_grace_period_of_its_own_term(tmp_path: Path) -> N
 def test_the_cli_checker_fails_on_the_violating_layout(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
+    from sparkpoint.cli.main import main
     from sparkpoint.metadata import encode_metadata
-    from sparkpoint.ops.cli import main
 
     now = 1_800_000_000_000
     shared, retained = _layout(tmp_path, now)

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from sparkpoint.ops.hdfs import DFS_ADMIN_MAIN, LocalHdfs
+from sparkpoint.devcluster.hdfs import DFS_ADMIN_MAIN, LocalHdfs
 from sparkpoint.storage import (
     CheckpointStorage,
     FileAlreadyExists,

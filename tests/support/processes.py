@@ -67,7 +67,7 @@ def spawn_contender(
     status = directory / f"{name}.json"
     log_path = directory / f"{name}.log"
     command = [
-        sys.executable, "-m", "sparkpoint.ops.contender",
+        sys.executable, "-m", "tests.support.contender",
         "--quorum", quorum, "--cluster-id", cluster_id, "--instance-id", name,
         "--session-timeout", str(session_timeout), "--renew-interval", str(renew_interval),
         "--status", str(status), "--work-interval", str(work_interval),

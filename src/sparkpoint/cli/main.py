@@ -1,0 +1,56 @@
+"""The `sparkpoint` command line: a thin layer over the library."""
+
+from __future__ import annotations
+
+import click
+
+from sparkpoint import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="sparkpoint")
+def main() -> None:
+    """sparkpoint: highly available, Flink-grade checkpoints for stateful PySpark pipelines.
+
+    Coordinators elect a leader through ZooKeeper; the leader triggers consistent
+    checkpoints of every registered pipeline and keeps them, and their ids, in ZooKeeper
+    so that a failover loses and reuses nothing.
+    """
+
+
+def _register_commands() -> None:
+    # Each command group lives in its own module; this is the only place that lists them.
+    from sparkpoint.cli.demo import demo
+    from sparkpoint.cli.drill import drill_group
+    from sparkpoint.cli.hdfs import hdfs_group
+    from sparkpoint.cli.housekeeping import cancel_command, gc_command
+    from sparkpoint.cli.jvm import jvm_group
+    from sparkpoint.cli.kafka import kafka_group
+    from sparkpoint.cli.metadata import metadata_group
+    from sparkpoint.cli.restore import restore
+    from sparkpoint.cli.service import coordinator_group
+    from sparkpoint.cli.shared import shared_check_command
+    from sparkpoint.cli.status import COMMANDS as STATUS_COMMANDS
+    from sparkpoint.cli.status import checkpoints_group, jobs_group
+    from sparkpoint.cli.zookeeper import zookeeper_group
+
+    main.add_command(demo)
+    main.add_command(drill_group)
+    main.add_command(metadata_group)
+    main.add_command(restore)
+    main.add_command(zookeeper_group)
+    main.add_command(hdfs_group)
+    main.add_command(jvm_group)
+    main.add_command(kafka_group)
+    main.add_command(coordinator_group)
+    checkpoints_group.add_command(gc_command)
+    checkpoints_group.add_command(shared_check_command)
+    jobs_group.add_command(cancel_command)
+    for command in STATUS_COMMANDS:
+        main.add_command(command)
+
+
+_register_commands()
+
+if __name__ == "__main__":
+    main()
