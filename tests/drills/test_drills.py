@@ -13,6 +13,11 @@ from typing import Any
 
 import pytest
 
+from sparkpoint.devcluster.hdfs import LocalHdfs
+from sparkpoint.drills.hdfs_faults import HDFS_TOLERABLE_FAILURES
+from sparkpoint.storage import CheckpointStorage
+from tests.support.hdfs import own_cluster
+
 pytestmark = pytest.mark.slow
 
 
@@ -122,4 +127,42 @@ def test_chaos_the_leader_cut_off_from_zookeeper_then_its_replies_dropped(
     assert report["config"]["zookeeper_fault_proxies"] is True
     assert report["config"]["num_retained"] == 1
     assert report["config"]["tolerable_failed_checkpoints"] == 0
+    assert_written(report_dir, report)
+
+
+@pytest.mark.timeout(420)  # an HDFS of the test's own starts first
+def test_chaos_on_hdfs_a_datanode_killed_then_the_namenode_restarted(tmp_path: Path) -> None:
+    """--storage hdfs on an HDFS started as `sparkpoint hdfs start` does (the test's own:
+    its daemons are killed): seed 4 over the two HDFS faults draws a DataNode kill, then a
+    NameNode restart. Every invariant reads the checkpoints on HDFS."""
+    with own_cluster(tmp_path / "hdfs", datanodes=3, replication=2) as cluster:
+        try:
+            code, report, report_dir = drill(tmp_path, "chaos", "--workload", "driver",
+                                             "--storage", "hdfs",
+                                             "--hdfs-dir", str(cluster.base_dir),
+                                             "--iterations", "2", "--seed", "4",
+                                             "--interval", "0", "--fault", "datanode-kill",
+                                             "--fault", "namenode-restart")  # fmt: skip
+            root = report["config"]["checkpoint_dir"]
+            retained = CheckpointStorage(root).list_checkpoints("drill-job", completed_only=True)
+            after = LocalHdfs.attach(cluster.base_dir).status()
+        finally:
+            # The drill started the killed daemons again: its launcher state names them.
+            LocalHdfs.attach(cluster.base_dir).stop()
+    assert code == 0, report["violations"]
+    first, second = report["iterations"]
+    assert first["notes"]["fault"] == "datanode-kill"
+    assert first["action"].startswith("datanode-kill datanode-")
+    assert second["notes"]["fault"] == "namenode-restart"
+    names = {"checkpoints_go_on", "latest_checkpoint_restorable",
+             "no_checkpoint_directory_outlives_grace", "no_retained_checkpoint_lost"}  # fmt: skip
+    assert {i["name"] for i in first["invariants"]} >= {*names, "datanode_rejoined"}
+    assert {i["name"] for i in second["invariants"]} >= {*names, "namenode_serving_again"}
+    assert all(it["time_to_checkpoint_s"] > 0 for it in report["iterations"])
+    config = report["config"]
+    assert root.startswith(cluster.webhdfs_uri)
+    assert (config["storage"], config["hdfs_replication"]) == ("hdfs", 2)
+    assert config["tolerable_failed_checkpoints"] == HDFS_TOLERABLE_FAILURES
+    assert retained, f"no complete checkpoint left on HDFS under {root}"
+    assert after["live_datanodes"] == 3 and after["serving"]
     assert_written(report_dir, report)

@@ -17,9 +17,11 @@ import click
 from rich.console import Console
 
 from sparkpoint.cli.common import zookeeper_options
+from sparkpoint.cli.hdfs import DEFAULT_DIR as HDFS_DEFAULT_DIR
 from sparkpoint.devcluster.zookeeper import ZooKeeperLaunchError
 from sparkpoint.drills.chaos import FAULTS, PIPELINE_FAULTS, ChaosOptions, run_chaos
 from sparkpoint.drills.cluster import DrillError
+from sparkpoint.drills.hdfs_faults import HDFS_FAULTS, HDFS_TOLERABLE_FAILURES
 from sparkpoint.drills.job_faults import SLOW_DELETION_S
 from sparkpoint.drills.kill_driver import KillDriverOptions, run_kill_driver
 from sparkpoint.drills.kill_leader import KillLeaderOptions, run_kill_leader
@@ -71,6 +73,15 @@ def target_options(func: F) -> F:
                      default=_DEFAULTS.num_retained, show_default=True,
                      help="--local: completed checkpoints each job retains "
                           "(state.checkpoints.num-retained; the product default)."),
+        click.option("--storage", type=click.Choice(["local", "hdfs"]), default="local",
+                     show_default=True,
+                     help="--local: where checkpoints go: the drill's directory, or a real "
+                          "HDFS (the one of `sparkpoint hdfs start --dir HDFS_DIR`, else one "
+                          "started for the drill). With hdfs, chaos adds datanode-kill and "
+                          "namenode-restart."),
+        click.option("--hdfs-dir", type=click.Path(file_okay=False, path_type=Path),
+                     default=HDFS_DEFAULT_DIR, show_default=True,
+                     help="The --dir of `sparkpoint hdfs start` (with --storage hdfs)."),
         click.option("--restart-command", metavar="CMD",
                      help="Deployment: shell command restarting a signalled replica "
                           "({instance_id}, {pid} filled in); default: its supervisor does."),
@@ -103,6 +114,10 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_:
         raise click.BadParameter(
             "the state backend is the demo pipeline's: give it with --local and "
             "--workload pipeline", param_hint="--state-backend")  # fmt: skip
+    if opts["storage"] != "local" and not opts["local"]:
+        raise click.BadParameter(
+            "a deployment keeps checkpoints where it is configured to; --storage is for "
+            "--local", param_hint="--storage")  # fmt: skip
     settings = ReplicaSettings(session_timeout_s=opts["session_timeout"],
                                takeover_timeout_s=opts["takeover_timeout"],
                                num_retained=opts["num_retained"],
@@ -116,6 +131,7 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_:
         checkpoint_interval_ms=None if opts["checkpoint_interval"] is None
         else round(opts["checkpoint_interval"] * 1000),
         state_backend=opts["state_backend"],
+        storage=opts["storage"], hdfs_dir=opts["hdfs_dir"],
     )  # fmt: skip
 
 
@@ -293,9 +309,10 @@ def zookeeper_loss(outage: float, **opts: Any) -> None:
 @click.option(
     "--fault",
     "faults",
-    type=click.Choice(FAULTS),
+    type=click.Choice((*FAULTS, *HDFS_FAULTS)),
     multiple=True,
-    help="Pick only among these (repeatable; default: every fault).",
+    help="Pick only among these (repeatable; default: every fault; datanode-kill and "
+    "namenode-restart need --storage hdfs).",
 )
 @click.option(
     "--interval",
@@ -334,7 +351,10 @@ def chaos(
     of the leader, the leader cut off from ZooKeeper, its ZooKeeper replies dropped, one
     ZooKeeper server killed, the pipeline driver killed, the job stopped with a savepoint
     and registered again from it, the driver restarted at another parallelism with a
-    checkpoint in flight, and the leader deposed with slow deletions queued (--local).
+    checkpoint in flight, and the leader deposed with slow deletions queued (--local);
+    with --storage hdfs also a DataNode killed (replication >= 2) and started again, and
+    the NameNode killed and started again (the replicas then tolerate
+    5 consecutive failed checkpoints: those in flight while the NameNode is away).
 
     After each: the kill-leader checks, completions as the drivers heard them (each id
     once, one pointer), the latest retained checkpoint loaded, verified and planned for
@@ -347,14 +367,18 @@ def chaos(
             "chaos routes the replicas' ZooKeeper traffic through fault "
             "proxies and kills ZooKeeper servers: it runs with --local"
         )
-    if opts["workload"] != "pipeline" and set(faults or FAULTS) & set(PIPELINE_FAULTS):
-        faults = tuple(f for f in (faults or FAULTS) if f not in PIPELINE_FAULTS)
+    on_hdfs = opts["storage"] == "hdfs"
+    if set(faults) & set(HDFS_FAULTS) and not on_hdfs:
+        raise click.UsageError(f"{', '.join(HDFS_FAULTS)} need --storage hdfs")
+    faults = faults or ((*FAULTS, *HDFS_FAULTS) if on_hdfs else FAULTS)
+    if opts["workload"] != "pipeline" and set(faults) & set(PIPELINE_FAULTS):
+        faults = tuple(f for f in faults if f not in PIPELINE_FAULTS)
         if not faults:
             raise click.UsageError(f"{', '.join(PIPELINE_FAULTS)} need --workload pipeline")
     options = ChaosOptions(
         iterations=iterations,
         seed=seed,
-        faults=faults or FAULTS,
+        faults=faults,
         interval_s=interval,
         orphan_grace_s=orphan_grace,
         time_limit_s=time_limit,
@@ -366,4 +390,7 @@ def chaos(
         orphan_grace_s=orphan_grace,
         orphan_scan_interval_s=orphan_grace / 6,
         cleanup_delay_s=SLOW_DELETION_S if "slow-deletions" in options.faults else 0.0,
-    )
+        # A checkpoint declined while the NameNode restarts must not fail the job.
+        **({"tolerable_failed_checkpoints": HDFS_TOLERABLE_FAILURES}
+           if set(options.faults) & set(HDFS_FAULTS) else {}),
+    )  # fmt: skip

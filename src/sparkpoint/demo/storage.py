@@ -1,8 +1,9 @@
 """Where the demo (and the drills) keep checkpoints: the local disk, or a real HDFS.
 
 With ``--storage hdfs`` the checkpoints go to the HDFS started by ``sparkpoint hdfs start
---dir D`` (``--hdfs-dir D``); when none runs there, one is started under the demo's own
-directory for its lifetime. Either way each run gets a fresh directory under ``/tmp``.
+--dir D`` (``--hdfs-dir D``); when none runs there, one is started under the demo's (or
+the drill's) own directory for its lifetime. Either way each run gets a fresh directory
+under ``/tmp``.
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ class HdfsCheckpoints:
         return {"complete": complete, "incomplete": [c for c in every if c not in complete]}
 
 
-def hdfs_checkpoints(hdfs_dir: Path | None, own_dir: Path) -> HdfsCheckpoints:
-    """Use the HDFS launched from ``hdfs_dir`` if it serves, else start one in ``own_dir``."""
+def hdfs_checkpoints(
+    hdfs_dir: Path | None, own_dir: Path, run_name: str = "sparkpoint-demo"
+) -> HdfsCheckpoints:
+    """Use the HDFS launched from ``hdfs_dir`` if it serves, else start one in ``own_dir``;
+    the checkpoints go under ``/tmp/<run_name>-<random>/checkpoints``."""
     cluster: LocalHdfs | None = None
     if hdfs_dir is not None and (hdfs_dir / "launcher.json").exists():
         cluster = LocalHdfs.attach(hdfs_dir)
@@ -49,5 +53,5 @@ def hdfs_checkpoints(hdfs_dir: Path | None, own_dir: Path) -> HdfsCheckpoints:
     owned = cluster is None
     if cluster is None:
         cluster = LocalHdfs(own_dir).start()
-    root = f"{cluster.webhdfs_uri}/tmp/sparkpoint-demo-{uuid.uuid4().hex[:8]}/checkpoints"
+    root = f"{cluster.webhdfs_uri}/tmp/{run_name}-{uuid.uuid4().hex[:8]}/checkpoints"
     return HdfsCheckpoints(root, cluster, owned)

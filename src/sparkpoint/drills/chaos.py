@@ -18,11 +18,15 @@ Faults:
 - ``stop-and-register``, ``rescale-in-flight``, ``slow-deletions``: the job ended and
   registered again, registered again at another parallelism with a checkpoint in flight,
   a leader deposed with deletions queued (:mod:`sparkpoint.drills.job_faults`).
+- ``datanode-kill``, ``namenode-restart``: with the checkpoints on a local HDFS, a
+  DataNode or the NameNode killed and started again
+  (:mod:`sparkpoint.drills.hdfs_faults`).
 
 After every iteration, besides the kill-leader drill's checks: completions as the drivers
 heard them (each id once, with one pointer), the latest retained checkpoint loaded and
 verified and a restore plan made from it, and no checkpoint directory older than the
-grace period unless retained or pending.
+grace period unless retained or pending — all read through the checkpoint storage, on
+the local disk or on HDFS alike.
 """
 
 from __future__ import annotations
@@ -38,7 +42,14 @@ from sparkpoint.devcluster.zookeeper import ZooKeeperLaunchError
 from sparkpoint.drills import phases
 from sparkpoint.drills.cluster import DrillError, LocalCluster, Target
 from sparkpoint.drills.faults import Mode
+from sparkpoint.drills.hdfs_faults import (
+    DATANODE_KILL,
+    NAMENODE_RESTART,
+    datanode_kill,
+    namenode_restart,
+)
 from sparkpoint.drills.invariants import (
+    NO_STALE_DIRECTORIES,
     Invariant,
     check_completions_unique,
     check_ids_rising,
@@ -66,10 +77,15 @@ from sparkpoint.drills.verification import (
 )
 from sparkpoint.drills.workload import ClicksPipeline, aborts, completions
 from sparkpoint.ha import HAError
+from sparkpoint.storage import StorageError
 
 LEADER_FAULTS = ("kill-9", "sigterm", "sigstop", "zookeeper-cut-off",
                  "zookeeper-replies-dropped")  # fmt: skip
 FAULTS = (*LEADER_FAULTS, "zookeeper-server-kill", "driver-kill", *JOB_FAULTS)
+#: Faults on a service the job depends on, offered only when the job uses it: Kafka when
+#: it reads Kafka, HDFS when its checkpoints live on a local HDFS.
+DEPENDENCY_FAULTS = {KAFKA_BROKER_RESTART: kafka_broker_fault,
+                     DATANODE_KILL: datanode_kill, NAMENODE_RESTART: namenode_restart}  # fmt: skip
 #: Faults that need the demo pipeline as the workload.
 PIPELINE_FAULTS = ("driver-kill", "stop-and-register", "rescale-in-flight")
 
@@ -91,9 +107,10 @@ class ChaosOptions:
 
 def plan_faults(seed: int, iterations: int, faults: tuple[str, ...] = FAULTS) -> list[str]:
     """The faults of a run, in order: a function of the seed only."""
-    unknown = sorted(set(faults) - {*FAULTS, KAFKA_BROKER_RESTART})
+    known = (*FAULTS, *DEPENDENCY_FAULTS)
+    unknown = sorted(set(faults) - set(known))
     if unknown or not faults:
-        raise ValueError(f"unknown faults {unknown} (known: {', '.join(FAULTS)})")
+        raise ValueError(f"unknown faults {unknown} (known: {', '.join(known)})")
     rng = random.Random(seed)
     return [rng.choice(faults) for _ in range(iterations)]
 
@@ -165,8 +182,8 @@ def _inject(
 ) -> IterationResult:
     if fault in LEADER_FAULTS:
         return _leader_fault(target, observer, options, n, fault, before)
-    if fault == KAFKA_BROKER_RESTART:  # offered when the job reads Kafka
-        return kafka_broker_fault(target, observer, options.deadline_s, n, before, rng)
+    if fault in DEPENDENCY_FAULTS:
+        return DEPENDENCY_FAULTS[fault](target, observer, options.deadline_s, n, before, rng)
     if fault == "zookeeper-server-kill":
         return _server_fault(target, observer, options, n, before, rng.randint(1, 3))
     if fault in REREGISTRATIONS:
@@ -194,10 +211,15 @@ def _storage_checks(
     obs = observer.snapshot()
     now_s = time.monotonic() - observer.started
     unretained = {cid: now_s - at for cid, at in obs.retained_last_seen.items()}
+    try:
+        directories = checkpoint_directories(target.checkpoint_dir, job_id)
+    except StorageError as exc:
+        out.append(Invariant(NO_STALE_DIRECTORIES, False,
+                             f"cannot list {target.checkpoint_dir}: {exc}"))  # fmt: skip
+        return out
     out.append(check_no_stale_directories(
-        checkpoint_directories(target.checkpoints_dir / job_id), obs.retained,
-        pending if pending is not None else set(), leak_after(options, target),
-        unretained))  # fmt: skip
+        directories, obs.retained, pending if pending is not None else set(),
+        leak_after(options, target), unretained))  # fmt: skip
     return out
 
 

@@ -21,11 +21,13 @@ from typing import Protocol
 import httpx
 
 from sparkpoint.config import ZooKeeperSettings
+from sparkpoint.devcluster.hdfs import LocalHdfs
 from sparkpoint.devcluster.zookeeper import LocalZooKeeper, ZooKeeperLaunchError
 from sparkpoint.drills.faults import ProxyGroup, parse_quorum
 from sparkpoint.drills.replicas import LocalReplica, ReplicaSettings, local_pid_of
 from sparkpoint.drills.workload import AckDriver, ClicksPipeline, Workload, wait_started
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders
+from sparkpoint.storage.uri import parse
 
 
 class DrillError(RuntimeError):
@@ -82,6 +84,10 @@ class LocalCluster:
     checkpoint_interval_ms: int | None = None
     # The demo pipeline's state backend; None: its own default.
     state_backend: str | None = None
+    # Where checkpoints go (a local path or an HDFS URI); None: ``directory/checkpoints``.
+    checkpoint_root: str | None = None
+    # The HDFS holding ``checkpoint_root``, when it is one this machine runs (its faults).
+    hdfs: LocalHdfs | None = None
 
     def start(self) -> LocalCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -109,7 +115,7 @@ class LocalCluster:
                 name, self.directory / "replicas",
                 self.proxies[name].connect_string if name in self.proxies
                 else self.zk.connect_string,
-                cluster_id, self.directory / "checkpoints", self.settings,
+                cluster_id, self.checkpoint_dir, self.savepoint_dir, self.settings,
             ).start()
             for name in (f"coordinator-{i + 1}" for i in range(self.replicas_count))
         ]  # fmt: skip
@@ -134,8 +140,14 @@ class LocalCluster:
         return self
 
     @property
-    def checkpoints_dir(self) -> Path:
-        return self.directory / "checkpoints"
+    def checkpoint_dir(self) -> str:
+        """``state.checkpoints.dir`` of every replica: a local path or an HDFS URI."""
+        return self.checkpoint_root or str(self.directory / "checkpoints")
+
+    @property
+    def savepoint_dir(self) -> str:
+        """``state.savepoints.dir``: beside the checkpoints, on the same storage."""
+        return str(parse(self.checkpoint_dir).parent.child("savepoints"))
 
     def addresses(self) -> list[str]:
         return [r.address for r in self.replicas]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 import urllib.request
-from pathlib import Path
 
 from sparkpoint.client import ClientError, Conflict, CoordinatorClient
 from sparkpoint.drills.cluster import DrillError, LocalCluster
@@ -30,6 +29,7 @@ from sparkpoint.drills.observer import ClusterObserver, Observation
 from sparkpoint.drills.report import IterationResult
 from sparkpoint.drills.verification import pending_ids
 from sparkpoint.drills.workload import ClicksPipeline
+from sparkpoint.storage.uri import parse
 
 JOB_FAULTS = ("stop-and-register", "rescale-in-flight", "slow-deletions")
 #: The deletion delay of every replica when ``slow-deletions`` may be drawn: slower than a
@@ -117,7 +117,7 @@ def stop_and_register(
         pipeline.kill()
         pipeline.restart(DRIVER_START_S)  # the drill goes on from the latest checkpoint
         return IterationResult(n, "stop-and-register", invariants=invariants)
-    savepoint_dir = str(Path(str(metadata).removeprefix("file://")).parent)
+    savepoint_dir = str(parse(str(metadata)).parent)  # local or on HDFS, as it was written
     started = pipeline.restart(DRIVER_START_S, "--restore-from", savepoint_dir)
     restarted_at = time.monotonic() - observer.started
     ckpt_at = next_completion(observer, max_before, restarted_at, deadline_s) if started else None

@@ -77,7 +77,9 @@ class LocalReplica:
     directory: Path
     quorum: str
     cluster_id: str
-    checkpoints_dir: Path
+    #: ``state.checkpoints.dir`` / ``state.savepoints.dir``: local paths or HDFS URIs.
+    checkpoints_dir: str
+    savepoints_dir: str
     settings: ReplicaSettings
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
@@ -98,7 +100,7 @@ class LocalReplica:
             "--port", str(self.port),
             "--set", f"high-availability.instance-id={self.name}",
             "--set", f"state.checkpoints.dir={self.checkpoints_dir}",
-            "--set", f"state.savepoints.dir={self.checkpoints_dir.parent / 'savepoints'}",
+            "--set", f"state.savepoints.dir={self.savepoints_dir}",
         ]  # fmt: skip
         for key, value in self.settings.as_sets().items():
             command += ["--set", f"{key}={value}"]

@@ -9,7 +9,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkpoint.drills.cluster import LocalCluster, RemoteTarget, Target
+from sparkpoint.demo.storage import HdfsCheckpoints, hdfs_checkpoints
+from sparkpoint.devcluster.hdfs import HdfsLaunchError
+from sparkpoint.devcluster.jvm import JvmArtifactsError
+from sparkpoint.drills.cluster import DrillError, LocalCluster, RemoteTarget, Target
 from sparkpoint.drills.invariants import (
     SHARED_FILES_KEPT,
     Invariant,
@@ -48,6 +51,10 @@ class TargetSpec:
     checkpoint_interval_ms: int | None = None
     #: --local: the demo pipeline's state backend (``memory``, ``rocksdb``); None: its default.
     state_backend: str | None = None
+    #: --local: where checkpoints go, ``local`` (the drill's directory) or ``hdfs``.
+    storage: str = "local"
+    #: --storage hdfs: the ``--dir`` of ``sparkpoint hdfs start`` (else the drill starts one).
+    hdfs_dir: Path | None = None
 
 
 def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
@@ -68,22 +75,45 @@ def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
         "checkpoint_interval_ms": target.workload.interval_ms if spec.local else None,
         "state_backend": (spec.state_backend or default_state_backend().name)
         if spec.local and spec.pipeline else None,
+        "storage": spec.storage if spec.local else None,
+        **(_hdfs_description(target) if isinstance(target, LocalCluster) else {}),
     }  # fmt: skip
+
+
+def _hdfs_description(target: LocalCluster) -> dict[str, object]:
+    if target.hdfs is None:
+        return {}
+    return {"checkpoint_dir": target.checkpoint_dir,
+            "hdfs_datanodes": len(target.hdfs.datanodes),
+            "hdfs_replication": target.hdfs.replication}  # fmt: skip
+
+
+def _checkpoints_on_hdfs(spec: TargetSpec, directory: Path) -> HdfsCheckpoints:
+    try:
+        return hdfs_checkpoints(spec.hdfs_dir, directory / "hdfs", run_name="sparkpoint-drill")
+    except (HdfsLaunchError, JvmArtifactsError) as exc:
+        raise DrillError(f"HDFS for the checkpoints: {exc}") from exc
 
 
 @contextmanager
 def drill_target(spec: TargetSpec) -> Iterator[tuple[Target, ClusterObserver]]:
     target: Target
+    hdfs: HdfsCheckpoints | None = None
     if spec.local:
         directory = spec.directory or Path(tempfile.mkdtemp(prefix="sparkpoint-drill-"))
+        hdfs = _checkpoints_on_hdfs(spec, directory) if spec.storage == "hdfs" else None
         target = LocalCluster(directory, spec.settings, pipeline=spec.pipeline,
                               zookeeper_proxies=spec.zookeeper_proxies,
                               checkpoint_interval_ms=spec.checkpoint_interval_ms,
-                              state_backend=spec.state_backend)  # fmt: skip
+                              state_backend=spec.state_backend,
+                              checkpoint_root=hdfs.root if hdfs else None,
+                              hdfs=hdfs.cluster if hdfs else None)  # fmt: skip
         try:
             target.start()
         except BaseException:
             target.close()
+            if hdfs is not None:
+                hdfs.close()
             raise
     else:
         assert spec.quorum and spec.cluster_id
@@ -96,6 +126,8 @@ def drill_target(spec: TargetSpec) -> Iterator[tuple[Target, ClusterObserver]]:
     finally:
         observer.stop()
         target.close()
+        if hdfs is not None:
+            hdfs.close()  # only an HDFS the drill started itself
 
 
 def finish(
@@ -124,7 +156,7 @@ def shared_files_verdict(target: LocalCluster) -> Invariant:
     s = target.settings
     grace_s = s.orphan_grace_s + s.orphan_scan_interval_s
     try:
-        found = settled_shared_files_report(target.conn, str(target.checkpoints_dir),
+        found = settled_shared_files_report(target.conn, target.checkpoint_dir,
                                             target.workload.job_id, grace_s,
                                             within_s=grace_s + LEAK_MARGIN_S)  # fmt: skip
     except (HAError, StorageError, MetadataError) as exc:

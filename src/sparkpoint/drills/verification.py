@@ -10,7 +10,6 @@ for presence and size), then a restore plan is made from it for the job's regist
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from sparkpoint.checkpoint import CheckpointPointer
 from sparkpoint.client import ClientError, CoordinatorClient
@@ -18,7 +17,16 @@ from sparkpoint.drills.invariants import CheckpointDirectory, RestoreCheck
 from sparkpoint.ha import HAError, ZooKeeperConnection
 from sparkpoint.metadata import MetadataError
 from sparkpoint.recovery import RestoreError, plan_restore
-from sparkpoint.storage import StorageError, check_state_files, filesystem_for, load_metadata
+from sparkpoint.storage import (
+    METADATA_FILE_NAME,
+    CheckpointStorage,
+    FileNotFound,
+    StorageError,
+    check_state_files,
+    checkpoint_dir_name,
+    filesystem_for,
+    load_metadata,
+)
 from sparkpoint.storage.shared_files import (
     SharedFilesReport,
     check_job_shared_files,
@@ -26,18 +34,37 @@ from sparkpoint.storage.shared_files import (
 )
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore, ZooKeeperJobRegistry
 
-CHECKPOINT_PREFIX = "chk-"
 #: Time the leader's collector gets, beyond its grace period and a scan, before what it
 #: should have deleted counts as leaked (a loaded machine's scans run late).
 LEAK_MARGIN_S = 30.0
 PENDING = {"IN_PROGRESS", "FINALIZING", "in_progress", "finalizing", "pending"}
 
 
+#: How often the latest retained checkpoint is read again when the one just read was
+#: subsumed (and deleted) while being read: the job checkpoints on meanwhile.
+SUBSUMED_RETRIES = 5
+
+
 def latest_restore_check(conn: ZooKeeperConnection, job_id: str) -> RestoreCheck:
-    pointers = retained_pointers(conn, job_id)
-    if not pointers:
-        return RestoreCheck(None)
-    latest = max(pointers, key=lambda p: p.checkpoint_id)
+    """:class:`RestoreCheck` of the latest retained checkpoint. A checkpoint that a newer
+    one subsumed while it was being read (its files then go) is not a loss: the newer one
+    is checked instead — a slow storage (HDFS) makes that window wider."""
+    check = RestoreCheck(None)
+    for _ in range(SUBSUMED_RETRIES):
+        pointers = retained_pointers(conn, job_id)
+        if not pointers:
+            return RestoreCheck(None)
+        check = _restore_check(conn, job_id, max(pointers, key=lambda p: p.checkpoint_id))
+        if check.read_checksum is not None and not check.file_problems:
+            return check
+        if check.checkpoint_id in {p.checkpoint_id for p in retained_pointers(conn, job_id)}:
+            return check  # still retained, and cannot be read: that is a loss
+    return check
+
+
+def _restore_check(
+    conn: ZooKeeperConnection, job_id: str, latest: CheckpointPointer
+) -> RestoreCheck:
     base = RestoreCheck(latest.checkpoint_id, latest.metadata_uri, latest.metadata_checksum)
     try:
         loaded = load_metadata(latest.metadata_uri)
@@ -66,27 +93,49 @@ def _fields(check: RestoreCheck) -> dict[str, object]:
     return {name: getattr(check, name) for name in RestoreCheck.__slots__}
 
 
-def checkpoint_directories(job_dir: Path, now: float | None = None) -> list[CheckpointDirectory]:
-    """``chk-<id>`` directories of one job, aged by their newest entry (a directory still
+def checkpoint_directories(
+    checkpoint_root: str, job_id: str, now: float | None = None
+) -> list[CheckpointDirectory]:
+    """``chk-<id>`` directories of one job under ``checkpoint_root`` (a local path or an
+    HDFS URI, read through its filesystem), aged by their newest entry (a directory still
     being written to is young)."""
-    now = time.time() if now is None else now
+    now_ms = time.time() * 1000 if now is None else now * 1000
+    storage = CheckpointStorage(checkpoint_root)
+    fs = storage.filesystem(checkpoint_root)
     found = []
-    if not job_dir.is_dir():
-        return found
-    for d in job_dir.iterdir():
-        name = d.name
-        if not (d.is_dir() and name.startswith(CHECKPOINT_PREFIX)
-                and name[len(CHECKPOINT_PREFIX):].isdigit()):  # fmt: skip
-            continue
+    for cid in storage.list_checkpoints(job_id):
+        directory = storage.checkpoint_directory(job_id, cid)
         try:
-            entries = list(d.iterdir())
-            newest = max([d.stat().st_mtime, *(p.stat().st_mtime for p in entries)])
-        except OSError:
+            status = fs.status(directory)
+            entries = fs.list(directory)
+        except FileNotFound:
             continue  # removed while looking: not an orphan
-        cid = int(name[len(CHECKPOINT_PREFIX) :])
-        has_files = any(not p.is_dir() for p in entries)
-        found.append(CheckpointDirectory(cid, now - newest, has_files, str(d)))
-    return sorted(found, key=lambda x: x.checkpoint_id)
+        newest = max([status.modification_time_ms, *(e.modification_time_ms for e in entries)])
+        has_files = any(not e.is_dir for e in entries)
+        found.append(CheckpointDirectory(cid, (now_ms - newest) / 1000, has_files, directory))
+    return found
+
+
+def metadata_written_after(checkpoint_root: str, wall_time: float) -> list[str]:
+    """``<job>/chk-<id>/_metadata`` files under ``checkpoint_root`` last modified after
+    ``wall_time`` (seconds since the epoch)."""
+    fs = filesystem_for(checkpoint_root)
+    try:
+        jobs = [e.name for e in fs.list(checkpoint_root) if e.is_dir]
+    except FileNotFound:
+        return []
+    storage = CheckpointStorage(checkpoint_root)
+    written = []
+    for job_id in jobs:
+        for cid in storage.list_checkpoints(job_id):
+            metadata = f"{storage.checkpoint_directory(job_id, cid)}/{METADATA_FILE_NAME}"
+            try:
+                modified_ms = fs.status(metadata).modification_time_ms
+            except FileNotFound:
+                continue
+            if modified_ms > wall_time * 1000:
+                written.append(f"{job_id}/{checkpoint_dir_name(cid)}/{METADATA_FILE_NAME}")
+    return sorted(written)
 
 
 def pending_ids(addresses: list[str], job_id: str) -> set[int] | None:

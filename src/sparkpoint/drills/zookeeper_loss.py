@@ -16,7 +16,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from sparkpoint.devcluster.zookeeper import server_mode
 from sparkpoint.drills.cluster import DrillError, LocalCluster, Target
@@ -28,16 +27,12 @@ from sparkpoint.drills.invariants import (
 from sparkpoint.drills.kill_leader import steady
 from sparkpoint.drills.observer import ClusterObserver, Observation
 from sparkpoint.drills.report import DrillReport, IterationResult
+from sparkpoint.drills.verification import metadata_written_after
 
 DEADLINE_S = 90.0
 # A leader finishing a checkpoint at the very moment the quorum goes may still rename
 # its _metadata (its store write then fails): only writes after this margin count.
 WRITE_MARGIN_S = 1.0
-
-
-def metadata_written_after(directory: Path, wall_time: float) -> list[str]:
-    return sorted(str(p.relative_to(directory)) for p in directory.glob("*/chk-*/_metadata")
-                  if p.stat().st_mtime > wall_time)  # fmt: skip
 
 
 def _completion_after(o: Observation, count: int) -> Observation | None:
@@ -111,7 +106,7 @@ def _quorum_lost(
     # the servers take to drop their clients and one sampling round.
     quiet = [s for s in during.samples if s.at_s >= lost_at + WRITE_MARGIN_S]
     acting = [round(s.at_s - lost_at, 2) for s in quiet if s.acting]
-    written = metadata_written_after(target.checkpoints_dir, lost_wall + WRITE_MARGIN_S)
+    written = metadata_written_after(target.checkpoint_dir, lost_wall + WRITE_MARGIN_S)
     two = IterationResult(2, f"quorum lost (servers {first}, {second}) for {outage_s:g} s")
     two.invariants = [
         Invariant("no_leader_acts", not acting,
