@@ -17,7 +17,8 @@ import pytest
 from rich.console import Console
 
 from sparkpoint.cli.demo import _view
-from sparkpoint.demo.run import Demo, DemoOptions, Replica
+from sparkpoint.demo.run import Demo, DemoOptions
+from sparkpoint.drills.replicas import LocalReplica, ReplicaSettings
 
 
 @pytest.mark.slow
@@ -166,10 +167,12 @@ def test_a_cleanly_stopped_coordinator_is_not_marked_killed(tmp_path: Path) -> N
         return proc
 
     runner = Demo(DemoOptions(directory=tmp_path), emit=lambda _event: None)
-    runner.replicas = [
-        Replica("coordinator-1", 1, exited(), stopped=True),
-        Replica("coordinator-2", 2, exited()),
-    ]
+
+    def replica(name: str, port: int, *, stopped: bool = False) -> LocalReplica:
+        return LocalReplica(name, tmp_path, "-", "-", "-", "-", ReplicaSettings(), port,
+                            exited(), stopped)  # fmt: skip
+
+    runner.replicas = [replica("coordinator-1", 1, stopped=True), replica("coordinator-2", 2)]
     console = Console(record=True, width=200)
     console.print(_view(runner))
     rows = {

@@ -38,7 +38,7 @@ def _view(demo: Demo) -> Group:
             else "follower" if replica.name in queued else "starting"
         )  # fmt: skip
         pid = str(replica.proc.pid) if replica.proc else "-"
-        coordinators.add_row(replica.name, pid, role, replica.address)
+        coordinators.add_row(replica.name, pid, role, replica.host_port)
     return Group(pipeline, coordinators)
 
 

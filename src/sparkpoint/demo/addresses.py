@@ -9,14 +9,14 @@ from typing import Any, Protocol
 
 class _Replica(Protocol):
     name: str
-    address: str
+    address: str  # http://host:port
     proc: Any
 
 
 def addresses_event(zookeeper: str, cluster_id: str, replicas: Sequence[_Replica]) -> dict:
     """The ``addresses`` event: each coordinator's web UI and REST address, ZooKeeper,
     the cluster id, and an ``export SPARKPOINT_COORDINATOR=…`` line for the CLI."""
-    rest = [f"http://{r.address}" for r in replicas]
+    rest = [r.address for r in replicas]
     return {
         "event": "addresses",
         "zookeeper": zookeeper,

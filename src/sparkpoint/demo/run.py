@@ -26,8 +26,9 @@ from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.demo.addresses import addresses_event
 from sparkpoint.demo.connectors import QueueDemo
 from sparkpoint.demo.kafka import KafkaDemo
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, free_port
+from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.drills.kill_driver import standby_ready
+from sparkpoint.drills.replicas import LocalReplica, ReplicaSettings
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_leader
 
 CLUSTER = "demo"
@@ -60,22 +61,6 @@ class DemoOptions:
 
 
 @dataclass
-class Replica:
-    name: str
-    port: int
-    proc: subprocess.Popen[bytes] | None = None
-    #: Stopped by the demo at its end (not killed).
-    stopped: bool = False
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-
-@dataclass
 class Progress:
     """What the pipeline reported last (one JSON line per epoch)."""
 
@@ -92,7 +77,7 @@ class Demo:
     options: DemoOptions
     emit: Callable[[dict[str, Any]], None]
     zk: LocalZooKeeper | None = None
-    replicas: list[Replica] = field(default_factory=list)
+    replicas: list[LocalReplica] = field(default_factory=list)
     pipeline: subprocess.Popen[bytes] | None = None
     standby: subprocess.Popen[bytes] | None = None
     observer: ZooKeeperConnection | None = None
@@ -142,10 +127,18 @@ class Demo:
                 quorum=self.zk.connect_string, cluster_id=CLUSTER, takeover_timeout_s=0.0
             )
         ).start()
+        settings = ReplicaSettings(
+            session_timeout_s=opts.session_timeout_s,
+            renew_interval_s=0.25,
+            takeover_timeout_s=opts.takeover_timeout_s,
+            num_retained=RETAINED,
+        )
         for i in range(opts.replicas):
-            replica = Replica(f"coordinator-{i + 1}", free_port())
-            self._start_replica(replica)
-            self.replicas.append(replica)
+            replica = LocalReplica(
+                f"coordinator-{i + 1}", self.logs, self.zk.connect_string, CLUSTER,
+                self.checkpoint_dir, str(opts.directory / "savepoints"), settings,
+            )  # fmt: skip
+            self.replicas.append(replica.start())
         self._announce_addresses()
         if opts.source in ("rabbitmq", "kafka"):
             self.queue = (
@@ -170,7 +163,7 @@ class Demo:
                 next_kill = killed_at + (opts.kill_leader_every_s or float("inf"))
             for replica in self.replicas:
                 if not replica.alive():
-                    self._start_replica(replica)  # back as a follower
+                    replica.start()  # back as a follower
             if self.pipeline is not None and self.pipeline.poll() is not None:
                 self.emit({"event": "pipeline-exited", "code": self.pipeline.returncode})
                 break
@@ -225,41 +218,13 @@ class Demo:
             self._kill_driver()
             self._next_driver_kill = time.monotonic() + (opts.kill_driver_every_s or 0)
 
-    def _start_replica(self, replica: Replica) -> None:
-        assert self.zk is not None
-        opts = self.options
-        settings = {
-            "high-availability.instance-id": replica.name,
-            "high-availability.zookeeper.client.session-timeout": f"{opts.session_timeout_s} s",
-            "high-availability.lease.renew-interval": "250 ms",
-            "high-availability.lease.takeover-timeout": f"{opts.takeover_timeout_s} s",
-            "state.checkpoints.dir": str(self.checkpoint_dir),
-            "state.checkpoints.num-retained": str(RETAINED),
-            "state.savepoints.dir": str(opts.directory / "savepoints"),
-            # A demo on loopback: no tokens (each replica says so in its log at start).
-            "rest.auth.enabled": "false",
-            # A leader killed every few seconds leaves an orphan each time: collect them
-            # within the demo's lifetime, not after the product's ten minutes.
-            "state.checkpoints.orphan-cleanup.grace-period": "3 s",
-            "state.checkpoints.orphan-cleanup.interval": "500 ms",
-        }
-        command = [sys.executable, "-m", "sparkpoint", "coordinator", "run",
-                   "--zookeeper", self.zk.connect_string, "--cluster-id", CLUSTER,
-                   "--port", str(replica.port)]  # fmt: skip
-        for key, value in settings.items():
-            command += ["--set", f"{key}={value}"]
-        with open(self.logs / f"{replica.name}.log", "ab") as log:
-            replica.proc = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-
     def _start_pipeline(self, *, standby: bool = False) -> None:
         opts = self.options
         common = [
             "--checkpoint-dir", str(self.checkpoint_dir),
             "--savepoint-dir", str(opts.directory / "savepoints"),
             "--progress", str(self.progress_file),
-            "--coordinator", ",".join(r.address for r in self.replicas),
+            "--coordinator", ",".join(r.host_port for r in self.replicas),
             "--parallelism", str(opts.parallelism),
             "--interval-ms", str(int(opts.checkpoint_interval_s * 1000)),
         ]  # fmt: skip
@@ -286,7 +251,7 @@ class Demo:
 
     def standby_ready(self) -> bool:
         """The leader has the standby heartbeating: a takeover would find it warm."""
-        return standby_ready([f"http://{r.address}" for r in self.replicas], JOB)
+        return standby_ready([r.address for r in self.replicas], JOB)
 
     def _kill_driver(self) -> None:
         """SIGKILL the active driver's process group (Python and its JVM), as a crash
@@ -438,7 +403,7 @@ class Demo:
             "failovers": self.failovers,
             "zookeeper": self.zk.connect_string if self.zk is not None else None,
             "cluster_id": CLUSTER,
-            "coordinators": [f"http://{r.address}" for r in self.replicas],
+            "coordinators": [r.address for r in self.replicas],
             **({"driver_takeovers": self.driver_takeovers} if self.options.standby_driver else {}),
             "committed_files": len(committed),
             "output": str(self.output_dir),

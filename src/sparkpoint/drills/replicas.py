@@ -83,10 +83,16 @@ class LocalReplica:
     settings: ReplicaSettings
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    #: Stopped on purpose at the end (not killed by a fault).
+    stopped: bool = False
 
     @property
     def address(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host_port}"
+
+    @property
+    def host_port(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
     @property
     def pid(self) -> int | None:
@@ -104,10 +110,13 @@ class LocalReplica:
         ]  # fmt: skip
         for key, value in self.settings.as_sets().items():
             command += ["--set", f"{key}={value}"]
+        # A session of its own: a Ctrl-C meant for the demo or the drill reaches only them,
+        # and they stop the replicas in order.
         with open(self.directory / f"{self.name}.log", "ab") as log:
             self.proc = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )  # fmt: skip
         return self
 
     def alive(self) -> bool:
