@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparkpoint.drills.faults import FaultProxy, Mode
+from sparkpoint.drills.faults import TO_CLIENT, FaultProxy
 from tests.support.waiting import wait_until
 
 
@@ -36,7 +36,8 @@ def echo() -> Iterator[socketserver.ThreadingTCPServer]:
 
 @pytest.fixture
 def proxy(echo: socketserver.ThreadingTCPServer) -> Iterator[FaultProxy]:
-    p = FaultProxy(echo.server_address[:2]).start()  # type: ignore[index]
+    host, port = echo.server_address[:2]
+    p = FaultProxy(str(host), int(port))
     yield p
     p.close()
 
@@ -55,7 +56,7 @@ def ask(sock: socket.socket, line: bytes, timeout: float = 5.0) -> bytes:
 def test_pass_and_delay_deliver(proxy: FaultProxy) -> None:
     with connect(proxy) as sock:
         assert ask(sock, b"one\n") == b"one\n"
-        proxy.set(to_client=Mode.DELAY, delay_s=0.2)
+        proxy.delay(0.2, TO_CLIENT)
         assert ask(sock, b"two\n") == b"two\n"
 
 
@@ -64,7 +65,7 @@ def test_dropped_replies_reach_the_server_and_the_link_resets_when_healed(
 ) -> None:
     with connect(proxy) as sock:
         assert ask(sock, b"one\n") == b"one\n"
-        proxy.set(to_client=Mode.DROP)
+        proxy.drop(TO_CLIENT)
         sock.sendall(b"applied\n")
         wait_until(lambda: b"applied\n" in echo.seen, timeout=10,  # type: ignore[attr-defined]
                    message="the request delivered to the server")  # fmt: skip
@@ -81,7 +82,7 @@ def test_dropped_replies_reach_the_server_and_the_link_resets_when_healed(
 
 
 def test_black_hole_hangs_new_connections_until_healed(proxy: FaultProxy) -> None:
-    proxy.set(Mode.BLACK_HOLE, Mode.BLACK_HOLE)
+    proxy.black_hole()
     with connect(proxy) as sock:
         sock.settimeout(0.3)
         sock.sendall(b"lost\n")
@@ -95,7 +96,7 @@ def test_black_hole_hangs_new_connections_until_healed(proxy: FaultProxy) -> Non
 def test_reset_cuts_open_and_new_connections(proxy: FaultProxy) -> None:
     with connect(proxy) as sock:
         assert ask(sock, b"one\n") == b"one\n"
-        proxy.set(Mode.RESET, Mode.RESET)
+        proxy.reset()
         with pytest.raises((ConnectionResetError, BrokenPipeError)):
             ask(sock, b"two\n")
     with pytest.raises((ConnectionResetError, BrokenPipeError)), connect(proxy) as sock:

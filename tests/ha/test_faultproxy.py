@@ -9,9 +9,9 @@ import pytest
 from kazoo.exceptions import ConnectionLoss
 
 from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.drills.faults import BOTH, TO_CLIENT, TO_SERVER, FaultProxy
 from sparkpoint.ha import ZooKeeperConnection
 from sparkpoint.ha.connection import ConnectionState
-from tests.support.faultproxy import BOTH, TO_CLIENT, TO_SERVER, FaultProxy
 from tests.support.waiting import wait_until
 from tests.support.zk import settings_for
 

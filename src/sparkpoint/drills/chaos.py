@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from sparkpoint.devcluster.zookeeper import ZooKeeperLaunchError
 from sparkpoint.drills import phases
 from sparkpoint.drills.cluster import DrillError, LocalCluster, Target
-from sparkpoint.drills.faults import Mode
 from sparkpoint.drills.hdfs_faults import (
     DATANODE_KILL,
     NAMENODE_RESTART,
@@ -251,10 +250,10 @@ def _leader_fault(
         target.signal(victim, signal.SIGCONT)
     elif fault == "zookeeper-cut-off":
         assert link is not None
-        link.set(Mode.BLACK_HOLE, Mode.BLACK_HOLE)
+        link.black_hole()
     else:
         assert link is not None
-        link.set(to_client=Mode.DROP)
+        link.drop()
     try:
         found = observer.wait_for(
             lambda o: o if first_after(o, epoch, max_before, t0)[2] is not None else None,

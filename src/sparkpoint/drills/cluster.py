@@ -99,7 +99,7 @@ class LocalCluster:
             raise DrillError(f"ZooKeeper did not start: {exc}") from exc
         servers = parse_quorum(self.zk.connect_string)
         self.proxies = {
-            f"coordinator-{i + 1}": ProxyGroup(servers).start()
+            f"coordinator-{i + 1}": ProxyGroup(servers)
             for i in range(self.replicas_count if self.zookeeper_proxies else 0)
         }
         cluster_id = f"drill-{uuid.uuid4().hex[:8]}"

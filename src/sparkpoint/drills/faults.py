@@ -1,237 +1,346 @@
-"""A TCP fault proxy: put it between a client and its server (a coordinator and its
-ZooKeeper servers, a driver and the coordinators) and make either direction misbehave.
+"""A socket-level TCP fault proxy: put it between a client and its server (a coordinator and
+its ZooKeeper servers, a test's client and its server), then break the link in one
+direction or both while it runs (standard library only).
 
-Modes, per direction (``to_server``: what the client sends; ``to_client``: the replies):
+Usage::
 
-- ``pass``: bytes go through.
-- ``delay``: bytes go through ``delay_s`` late (order kept).
-- ``drop``: bytes are read and thrown away — with ``to_client`` set to ``drop`` the
-  server receives and applies every request, and the client hears nothing back: the
+    with FaultProxy("127.0.0.1", zk_port) as proxy:
+        client = KazooClient(hosts=proxy.connect_string)  # connect through the proxy
+        ...
+        proxy.drop(TO_CLIENT)          # requests still reach the server, replies vanish
+        ...                            # a write is applied, its reply is lost
+        wait_until(lambda: proxy.dropped[TO_CLIENT] > 0, ...)
+        proxy.reset()                  # RST every connection, refuse new ones
+        proxy.heal()                   # both directions pass again; new connections work
+
+Directions are ``TO_SERVER`` (client → server bytes) and ``TO_CLIENT`` (server → client);
+every fault method takes ``direction`` (one of them or ``BOTH``). Faults apply to existing
+and new connections alike and can be switched at any time:
+
+- ``heal(direction=BOTH)``: pass bytes through (the initial state).
+- ``delay(seconds, direction=BOTH)``: each chunk read is forwarded no earlier than
+  ``seconds`` after it was read (order kept; chunks of one direction queue behind each
+  other).
+- ``drop(direction=TO_CLIENT)``: read and discard (counted in ``proxy.dropped``). On
+  ``TO_CLIENT``: the request is delivered and applied, its reply is swallowed — the
   ambiguous "applied, reply lost" outcome. A TCP stream cannot lose bytes and go on, so
   when the drop ends every connection that lost bytes is reset (as the real path would
   end it after its retransmissions), rather than carrying on with a hole in the stream.
-- ``black-hole``: nothing is read or forwarded; new connections are accepted and left
-  hanging (no reply, no reset), as when a network path silently goes away.
-- ``reset``: open connections are reset (RST), new ones are reset at once.
+- ``black_hole(direction=BOTH)``: stop reading; nothing is forwarded, connections stay
+  open, bytes wait in the kernel's buffers and flow again after ``heal`` (a partition
+  that heals, or a paused peer).
+- ``reset()``: close every open connection with a TCP RST (both sides see "connection
+  reset") and reset each new one as soon as it is accepted, until ``heal()``.
 
-Standard library only: a thread per connection direction, ``select`` with a short timeout
-so that a mode change takes effect within a tenth of a second.
-
->>> proxy = FaultProxy(("127.0.0.1", 2181)).start()        # doctest: +SKIP
->>> proxy.set(to_client=Mode.DROP)                           # replies swallowed
->>> proxy.set(Mode.BLACK_HOLE, Mode.BLACK_HOLE)              # cut off
->>> proxy.heal(); proxy.close()
+Counters (bytes, per direction): ``proxy.forwarded`` and ``proxy.dropped``; ``proxy.accepted``
+counts connections accepted, ``proxy.open_connections`` those still open. Each connection
+has one thread per direction; ``close()`` (or leaving the ``with`` block) closes every
+socket and joins every thread. :class:`ProxyGroup` is one proxy per server of a quorum.
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
-import select
 import socket
 import struct
 import threading
+import time
+from collections import Counter
 from dataclasses import dataclass
 
-POLL_S = 0.1
-CHUNK = 65536
-
-
-class Mode(enum.StrEnum):
-    PASS = "pass"
-    DELAY = "delay"
-    DROP = "drop"
-    BLACK_HOLE = "black-hole"
-    RESET = "reset"
+TO_SERVER = "to_server"
+TO_CLIENT = "to_client"
+BOTH = "both"
+_DIRECTIONS = (TO_SERVER, TO_CLIENT)
+_CHUNK = 65536
+_JOIN_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
-class Faults:
-    to_server: Mode = Mode.PASS
-    to_client: Mode = Mode.PASS
-    delay_s: float = 0.0
+class Fault:
+    kind: str  # "pass" | "delay" | "drop" | "black_hole"
+    seconds: float = 0.0
 
 
-def _reset(sock: socket.socket) -> None:
-    # SO_LINGER with a zero timeout makes close() send RST instead of FIN.
+_PASS = Fault("pass")
+
+
+def _linger_zero(sock: socket.socket) -> None:
+    """Make close() send RST instead of FIN."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    with contextlib.suppress(OSError):
-        sock.close()
+
+
+class _Link:
+    """One proxied connection: the accepted client socket, the socket to the server, and
+    one pump thread per direction. The last pump to finish closes both sockets, so no fd
+    is closed while another thread may still select on it."""
+
+    def __init__(self, proxy: FaultProxy, client: socket.socket, server: socket.socket) -> None:
+        self.proxy = proxy
+        self.client = client
+        self.server = server
+        self.closing = threading.Event()
+        self.rst = False
+        #: Bytes of this connection were dropped: it is reset when the drop ends.
+        self.lost = False
+        self._lock = threading.Lock()
+        self._running = 2
+        self.threads = [
+            threading.Thread(
+                target=self._pump,
+                args=(client, server, TO_SERVER),
+                daemon=True,
+                name=f"faultproxy-{TO_SERVER}",
+            ),
+            threading.Thread(
+                target=self._pump,
+                args=(server, client, TO_CLIENT),
+                daemon=True,
+                name=f"faultproxy-{TO_CLIENT}",
+            ),
+        ]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def close(self, *, rst: bool) -> None:
+        """Wake both pumps; the sockets are closed by the last one to exit."""
+        with self._lock:
+            if self.closing.is_set():
+                return
+            self.rst = rst
+            self.closing.set()
+        for sock in (self.client, self.server):
+            # SHUT_RD wakes a pump blocked in recv without sending a FIN, so an RST can
+            # still follow; without rst, SHUT_RDWR sends the FIN at once.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RD if rst else socket.SHUT_RDWR)
+        self.proxy._notify()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, direction: str) -> None:
+        try:
+            while not self.closing.is_set():
+                fault = self.proxy._wait_readable_fault(direction, self.closing)
+                if fault is None:
+                    break
+                data = src.recv(_CHUNK)
+                if not data:
+                    break
+                read_at = time.monotonic()
+                # The fault that counts is the one in force when the bytes came in; a black
+                # hole that started meanwhile holds them until it ends.
+                fault = self.proxy._wait_readable_fault(direction, self.closing)
+                if fault is None:
+                    break
+                if fault.kind == "drop":
+                    self.lost = True
+                    self.proxy._count(self.proxy.dropped, direction, len(data))
+                    continue
+                if fault.kind == "delay":
+                    remaining = read_at + fault.seconds - time.monotonic()
+                    if remaining > 0 and self.closing.wait(remaining):
+                        break
+                dst.sendall(data)
+                self.proxy._count(self.proxy.forwarded, direction, len(data))
+        except OSError:
+            pass  # the other side went away, or close() shut the socket down
+        finally:
+            self.close(rst=self.rst)
+            with self._lock:
+                self._running -= 1
+                last = self._running == 0
+            if last:
+                for sock in (self.client, self.server):
+                    if self.rst:
+                        _linger_zero(sock)
+                    sock.close()
+                self.proxy._forget(self)
 
 
 class FaultProxy:
-    """Listens on ``listen`` (default: a free loopback port) and forwards to ``upstream``."""
+    """Listens on 127.0.0.1 (ephemeral port) and forwards each connection to ``host:port``
+    under the faults in force; see the module docstring."""
 
-    def __init__(
-        self, upstream: tuple[str, int], listen: tuple[str, int] = ("127.0.0.1", 0)
-    ) -> None:
-        self.upstream = upstream
-        self._server = socket.create_server(listen)
-        self._server.settimeout(POLL_S)
-        self._faults = Faults()
-        self._lock = threading.Lock()
-        self._closed = threading.Event()
-        self._pairs: list[tuple[socket.socket, socket.socket | None]] = []
-        self._lossy: set[socket.socket] = set()  # connections that lost bytes to a drop
-        self._threads: list[threading.Thread] = []
+    def __init__(self, host: str, port: int, *, listen_host: str = "127.0.0.1") -> None:
+        self.target = (host, port)
+        self.forwarded: Counter[str] = Counter()
+        self.dropped: Counter[str] = Counter()
+        self.accepted = 0
+        self._faults = {TO_SERVER: _PASS, TO_CLIENT: _PASS}
+        self._resetting = False
+        self._changed = threading.Condition()
+        self._links: set[_Link] = set()
+        self._closed = False
+        self._listener = socket.create_server((listen_host, 0))
+        self.port = self._listener.getsockname()[1]
+        self._acceptor = threading.Thread(
+            target=self._accept_loop, daemon=True, name="faultproxy-accept"
+        )
+        self._acceptor.start()
+
+    # --- addresses ------------------------------------------------------------------------
 
     @property
     def address(self) -> tuple[str, int]:
-        host, port = self._server.getsockname()[:2]
+        host, port = self._listener.getsockname()[:2]
         return str(host), int(port)
 
     @property
-    def faults(self) -> Faults:
-        with self._lock:
-            return self._faults
+    def connect_string(self) -> str:
+        host, port = self.address
+        return f"{host}:{port}"
 
-    def start(self) -> FaultProxy:
-        self._spawn(self._accept_loop, "accept")
-        return self
+    @property
+    def open_connections(self) -> int:
+        with self._changed:
+            return len(self._links)
 
-    def set(
-        self,
-        to_server: Mode | str | None = None,
-        to_client: Mode | str | None = None,
-        *,
-        delay_s: float | None = None,
-    ) -> None:
-        """Change the given directions (the others stay as they are)."""
-        with self._lock:
-            f = self._faults
-            self._faults = Faults(
-                Mode(to_server) if to_server is not None else f.to_server,
-                Mode(to_client) if to_client is not None else f.to_client,
-                f.delay_s if delay_s is None else delay_s,
-            )
-            faults = self._faults
-        if Mode.RESET in (faults.to_server, faults.to_client):
-            self._reset_all()
-        elif Mode.DROP not in (faults.to_server, faults.to_client):
-            self._reset_lossy()
+    # --- faults ---------------------------------------------------------------------------
 
-    def heal(self) -> None:
-        self.set(Mode.PASS, Mode.PASS)
+    def heal(self, direction: str = BOTH) -> None:
+        """Pass bytes through again (and stop resetting new connections)."""
+        self._set(direction, _PASS)
+
+    def delay(self, seconds: float, direction: str = BOTH) -> None:
+        if seconds < 0:
+            raise ValueError(f"delay must be >= 0 seconds, got {seconds}")
+        self._set(direction, Fault("delay", seconds))
+
+    def drop(self, direction: str = TO_CLIENT) -> None:
+        self._set(direction, Fault("drop"))
+
+    def black_hole(self, direction: str = BOTH) -> None:
+        self._set(direction, Fault("black_hole"))
+
+    def reset(self) -> None:
+        """RST every open connection; new ones are reset on accept until ``heal()``."""
+        with self._changed:
+            self._resetting = True
+            links = list(self._links)
+            self._changed.notify_all()
+        for link in links:
+            link.close(rst=True)
+
+    def fault(self, direction: str) -> Fault:
+        with self._changed:
+            return self._faults[direction]
+
+    # --- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
-        self._closed.set()
+        with self._changed:
+            if self._closed:
+                return
+            self._closed = True
+            links = list(self._links)
+            self._changed.notify_all()
         with contextlib.suppress(OSError):
-            self._server.close()
-        self._reset_all()
-        for t in self._threads:
-            t.join(2)
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes accept() on Linux
+        self._acceptor.join(_JOIN_TIMEOUT_S)
+        self._listener.close()
+        for link in links:
+            link.close(rst=False)
+        for link in links:
+            for thread in link.threads:
+                thread.join(_JOIN_TIMEOUT_S)
 
-    # --- inside -------------------------------------------------------------------------
+    def __enter__(self) -> FaultProxy:
+        return self
 
-    def _spawn(self, target: object, name: str, *args: object) -> None:
-        t = threading.Thread(target=target, args=args, name=f"faultproxy-{name}",  # type: ignore[arg-type]
-                             daemon=True)  # fmt: skip
-        t.start()
-        self._threads = [x for x in self._threads if x.is_alive()] + [t]
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
-    def _reset_lossy(self) -> None:
-        with self._lock:
-            lossy, self._lossy = self._lossy, set()
-            pairs = [p for p in self._pairs if p[0] in lossy or p[1] in lossy]
-        for client, server in pairs:
-            _reset(client)
-            if server is not None:
-                _reset(server)
+    # --- internals ------------------------------------------------------------------------
 
-    def _reset_all(self) -> None:
-        with self._lock:
-            pairs, self._pairs = self._pairs, []
-        for client, server in pairs:
-            _reset(client)
-            if server is not None:
-                _reset(server)
+    def _set(self, direction: str, fault: Fault) -> None:
+        if direction not in (*_DIRECTIONS, BOTH):
+            raise ValueError(f"direction must be {TO_SERVER!r}, {TO_CLIENT!r} or {BOTH!r}")
+        with self._changed:
+            for d in _DIRECTIONS if direction == BOTH else (direction,):
+                self._faults[d] = fault
+            if fault.kind == "pass" and direction == BOTH:
+                self._resetting = False
+            dropping = any(f.kind == "drop" for f in self._faults.values())
+            holed = [] if dropping else [link for link in self._links if link.lost]
+            self._changed.notify_all()
+        for link in holed:
+            link.close(rst=True)
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def _wait_readable_fault(self, direction: str, closing: threading.Event) -> Fault | None:
+        """The fault in force once it is not a black hole; None when the link closes."""
+        with self._changed:
+            while True:
+                if closing.is_set() or self._closed:
+                    return None
+                fault = self._faults[direction]
+                if fault.kind != "black_hole":
+                    return fault
+                self._changed.wait()
+
+    def _count(self, counter: Counter[str], direction: str, n: int) -> None:
+        with self._changed:
+            counter[direction] += n
+
+    def _forget(self, link: _Link) -> None:
+        with self._changed:
+            self._links.discard(link)
+            self._changed.notify_all()
 
     def _accept_loop(self) -> None:
-        while not self._closed.is_set():
+        while True:
             try:
-                client, _ = self._server.accept()
-            except TimeoutError:
-                continue
+                client, _ = self._listener.accept()
             except OSError:
-                return
-            self._spawn(self._connect, "connect", client)
-
-    def _connect(self, client: socket.socket) -> None:
-        # Connecting upstream waits while the client side is black-holed: the client's
-        # connection attempt hangs, as with a silently lost path.
-        while not self._closed.is_set():
-            faults = self.faults
-            if Mode.RESET in (faults.to_server, faults.to_client):
-                _reset(client)
-                return
-            if faults.to_server is not Mode.BLACK_HOLE and faults.to_client is not Mode.BLACK_HOLE:
-                break
-            self._closed.wait(POLL_S)
-        try:
-            server = socket.create_connection(self.upstream, timeout=5)
-        except OSError:
-            _reset(client)
-            return
-        with self._lock:
-            self._pairs.append((client, server))
-        self._spawn(self._pump, "up", client, server, True)
-        self._spawn(self._pump, "down", server, client, False)
-
-    def _pump(self, src: socket.socket, dst: socket.socket, to_server: bool) -> None:
-        try:
-            while not self._closed.is_set():
-                faults = self.faults
-                mode = faults.to_server if to_server else faults.to_client
-                if mode is Mode.BLACK_HOLE:
-                    self._closed.wait(POLL_S)
-                    continue
-                readable, _, _ = select.select([src], [], [], POLL_S)
-                if not readable:
-                    continue
-                data = src.recv(CHUNK)
-                if not data:
-                    with contextlib.suppress(OSError):
-                        dst.shutdown(socket.SHUT_WR)
+                return  # close() shut the listener down
+            with self._changed:
+                refuse = self._resetting or self._closed
+                if not refuse:
+                    self.accepted += 1
+            if refuse:
+                _linger_zero(client)
+                client.close()
+                continue
+            try:
+                server = socket.create_connection(self.target, timeout=5.0)
+                server.settimeout(None)
+            except OSError:
+                _linger_zero(client)
+                client.close()
+                continue
+            link = _Link(self, client, server)
+            with self._changed:
+                if self._closed:
+                    server.close()
+                    client.close()
                     return
-                mode = self.faults.to_server if to_server else self.faults.to_client
-                if mode is Mode.DROP:
-                    with self._lock:
-                        self._lossy.add(src)
-                    continue
-                if mode is Mode.DELAY:
-                    self._closed.wait(faults.delay_s)  # the delay is the fault itself
-                dst.sendall(data)
-        except (OSError, ValueError):
-            pass  # reset or closed (a closed socket has no descriptor to select on)
-        finally:
-            with self._lock:
-                self._pairs = [p for p in self._pairs if src not in p]
-                self._lossy.discard(src)
-            for s in (src, dst):
-                with contextlib.suppress(OSError):
-                    s.close()
+                self._links.add(link)
+            link.start()
 
 
 class ProxyGroup:
     """One proxy per server of a quorum, for one client: its connect string goes through
-    them, and ``set``/``heal`` act on all at once (a client cut off from the ensemble)."""
+    them, and each fault acts on all at once (a client cut off from the ensemble)."""
 
     def __init__(self, upstreams: list[tuple[str, int]]) -> None:
-        self.proxies = [FaultProxy(u) for u in upstreams]
-
-    def start(self) -> ProxyGroup:
-        for p in self.proxies:
-            p.start()
-        return self
+        self.proxies = [FaultProxy(host, port) for host, port in upstreams]
 
     @property
     def connect_string(self) -> str:
-        return ",".join(f"{h}:{p}" for h, p in (x.address for x in self.proxies))
+        return ",".join(p.connect_string for p in self.proxies)
 
-    def set(self, to_server: Mode | str | None = None, to_client: Mode | str | None = None) -> None:
+    def drop(self, direction: str = TO_CLIENT) -> None:
         for p in self.proxies:
-            p.set(to_server, to_client)
+            p.drop(direction)
+
+    def black_hole(self, direction: str = BOTH) -> None:
+        for p in self.proxies:
+            p.black_hole(direction)
 
     def heal(self) -> None:
         for p in self.proxies:
