@@ -2,7 +2,7 @@
 
 The service creates one :class:`CheckpointCoordinator` per job while it is leader, calls
 :meth:`~CheckpointCoordinator.tick` on a timer, forwards acknowledgements and declines, and
-puts :meth:`~CheckpointCoordinator.drain_notifications` into heartbeat replies.
+puts :meth:`~CheckpointCoordinator.notifications_since` into heartbeat replies.
 """
 
 from sparkpoint.coordinator.cleanup import CleanupWorker
