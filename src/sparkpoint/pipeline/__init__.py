@@ -19,7 +19,8 @@ from sparkpoint.pipeline.channel import (
     RunSuperseded,
     TriggerCheckpoint,
 )
-from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
+from sparkpoint.pipeline.driver import PipelineDriver
+from sparkpoint.pipeline.driver_status import DriverStatus
 from sparkpoint.pipeline.functions import (
     Context,
     InitializationContext,
