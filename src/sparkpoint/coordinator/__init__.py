@@ -26,7 +26,7 @@ from sparkpoint.coordinator.notifications import (
     Notice,
     TriggerNotice,
 )
-from sparkpoint.coordinator.options import OPTION_KEYS, CheckpointingOptions, InvalidOptionError
+from sparkpoint.coordinator.options import OPTION_KEYS, CheckpointingOptions
 from sparkpoint.coordinator.pending import Acknowledgement, CheckpointStatus, PendingCheckpoint
 from sparkpoint.coordinator.results import AckResult, TickReport
 from sparkpoint.coordinator.stats import CheckpointRecord, CheckpointStatsTracker
@@ -56,7 +56,6 @@ __all__ = [
     "CoordinatorRequestError",
     "CoordinatorStoppedError",
     "DuplicateAcknowledgeError",
-    "InvalidOptionError",
     "InvalidSubtaskStateError",
     "Notice",
     "PendingCheckpoint",
