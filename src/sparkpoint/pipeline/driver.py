@@ -48,7 +48,8 @@ from sparkpoint.pipeline.operator_state import decode_element
 from sparkpoint.pipeline.partitioner import KeyGroupPartitioner
 from sparkpoint.pipeline.progress import ProgressMeter
 from sparkpoint.pipeline.state_tasks import StateTasks, check_state_in_place
-from sparkpoint.recovery import SubtaskRestore, key_group_range_for_subtask
+from sparkpoint.recovery.plan import SubtaskRestore
+from sparkpoint.statefiles import key_group_range_for_subtask
 from sparkpoint.storage import DEFAULT_INLINE_THRESHOLD
 
 if TYPE_CHECKING:

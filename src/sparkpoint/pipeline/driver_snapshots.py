@@ -73,7 +73,7 @@ def restored_elements(plan: Any, uid: str, name: str) -> list[bytes]:
 def _write_operator_state(
     location: CheckpointLocation, uid: str, subtask: int, name: str, elements: list[bytes]
 ) -> OperatorSubtaskState:
-    from sparkpoint.recovery.statefile import OperatorStateWriter
+    from sparkpoint.statefiles.writers import OperatorStateWriter
 
     stream: StateOutputStream = location.state_output(uid, subtask, 0)
     writer = OperatorStateWriter(stream)

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparkpoint.checkpoint.keygroups import check_parallelism
-from sparkpoint.recovery.keygroups import key_group_for_key, subtask_for_key_group
-from sparkpoint.recovery.keys import Key
+from sparkpoint.statefiles.keygroups import key_group_for_key, subtask_for_key_group
+from sparkpoint.statefiles.keys import Key
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,9 +40,9 @@ from sparkpoint.pipeline.tasks import (
     write_operator_snapshot,
     write_snapshot,
 )
-from sparkpoint.recovery.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
-from sparkpoint.recovery.keys import canonical_key_bytes
 from sparkpoint.recovery.plan import SubtaskRestore
+from sparkpoint.statefiles.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
+from sparkpoint.statefiles.keys import canonical_key_bytes
 from sparkpoint.storage.location import CheckpointLocation
 
 

@@ -19,9 +19,9 @@ import mmh3
 from sparkpoint.checkpoint import UPPER_BOUND_MAX_PARALLELISM, KeyGroupRange
 from sparkpoint.checkpoint.keygroups import check_parallelism
 
-# canonical_key_bytes lives in recovery.keys (with its decoder); re-exported here because
+# canonical_key_bytes lives in statefiles.keys (with its decoder); re-exported here because
 # it is half of the key-group contract.
-from sparkpoint.recovery.keys import Key, canonical_key_bytes
+from sparkpoint.statefiles.keys import Key, canonical_key_bytes
 
 #: Flink's DEFAULT_LOWER_BOUND_MAX_PARALLELISM.
 DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 128
