@@ -1,5 +1,7 @@
-"""The state files executors write: canonical key bytes, key groups, and the keyed and
-operator state stream format with its writers (docs/state-files.md).
+"""The state files executors write: key bytes, key groups, stream format and writers.
+
+Canonical key bytes, key-group math, and the keyed and operator state stream format with
+its writers (docs/state-files.md).
 
 Below both the pipeline and recovery, and light (stdlib, mmh3 and the checkpoint values):
 Spark executors import it for every snapshot, and writing one imports no restore logic.
