@@ -33,9 +33,10 @@ from sparkpoint.checkpoint import (
     StateMetaInfo,
 )
 from sparkpoint.metadata import decode_metadata, encode_metadata
-from sparkpoint.recovery import key_group_for_key, key_group_range_for_subtask, plan_restore
+from sparkpoint.recovery import plan_restore
 from sparkpoint.recovery.reader import read_keyed_state, read_subtask_keyed_state
-from sparkpoint.recovery.statefile import KeyedStateWriter
+from sparkpoint.statefiles import key_group_for_key, key_group_range_for_subtask
+from sparkpoint.statefiles.writers import KeyedStateWriter
 from sparkpoint.storage import filesystem_for
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparkpoint.coordinator import OPTION_KEYS, CheckpointingOptions, InvalidOptionError
+from sparkpoint.config import ConfigError
+from sparkpoint.coordinator import OPTION_KEYS, CheckpointingOptions
 
 
 def test_defaults_follow_flink() -> None:
@@ -34,7 +35,7 @@ def test_from_dict_accepts_field_names_and_flink_keys() -> None:
     ],
 )
 def test_invalid_values_name_key_value_and_reason(field: str, value: object, reason: str) -> None:
-    with pytest.raises(InvalidOptionError) as caught:
+    with pytest.raises(ConfigError) as caught:
         CheckpointingOptions.from_dict({field: value})
     err = caught.value
     assert (err.key, err.value) == (OPTION_KEYS[field], value)
@@ -42,11 +43,11 @@ def test_invalid_values_name_key_value_and_reason(field: str, value: object, rea
 
 
 def test_unknown_or_repeated_keys_are_refused() -> None:
-    with pytest.raises(InvalidOptionError, match="must be an object"):
+    with pytest.raises(ConfigError, match="must be an object"):
         CheckpointingOptions.from_dict([1, 2])  # type: ignore[arg-type]
-    with pytest.raises(InvalidOptionError, match="unknown checkpointing option"):
+    with pytest.raises(ConfigError, match="unknown checkpointing option"):
         CheckpointingOptions.from_dict({"execution.checkpointing.intervall": 100})
-    with pytest.raises(InvalidOptionError, match="given twice"):
+    with pytest.raises(ConfigError, match="given twice"):
         CheckpointingOptions.from_dict(
             {"interval_ms": 100, "execution.checkpointing.interval": 200}
         )

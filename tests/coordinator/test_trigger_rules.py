@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkpoint.coordinator import CheckpointingOptions, TickReport
-from sparkpoint.coordinator.trigger import TriggerState, decide
+from sparkpoint.coordinator.trigger_rules import TriggerState, decide
 
 from .support import make_harness
 

@@ -23,7 +23,7 @@ from sparkpoint.pipeline.examples.clicks import (
 from sparkpoint.pipeline.sink import TransactionalFileSink
 from sparkpoint.pipeline.tasks import keyed_entries
 from sparkpoint.recovery import plan_restore
-from sparkpoint.recovery.keys import decode_key
+from sparkpoint.statefiles.keys import decode_key
 from sparkpoint.storage import load_metadata
 
 SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 300, 1600, 400

@@ -29,7 +29,7 @@ from sparkpoint.pipeline.functions import InitializationContext, RuntimeContext
 from sparkpoint.pipeline.keyed_state import KeyedStateBackend
 from sparkpoint.pipeline.operator_state import OperatorStateStore
 from sparkpoint.pipeline.sink import IN_PROGRESS_DIR, SinkCommitError
-from sparkpoint.recovery import key_group_for_key, subtask_for_key_group
+from sparkpoint.statefiles import key_group_for_key, subtask_for_key_group
 
 
 def test_keyed_state_views_follow_the_current_key_and_drop_empty_keys() -> None:

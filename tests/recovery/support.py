@@ -23,8 +23,8 @@ from sparkpoint.checkpoint import (
     OperatorSubtaskState,
     StreamStateHandle,
 )
-from sparkpoint.recovery.keygroups import key_group_for_key, key_group_range_for_subtask
-from sparkpoint.recovery.statefile import OperatorStateWriter, write_keyed_state
+from sparkpoint.statefiles.keygroups import key_group_for_key, key_group_range_for_subtask
+from sparkpoint.statefiles.writers import OperatorStateWriter, write_keyed_state
 from sparkpoint.storage import CheckpointLocation, CommittedMetadata
 
 

@@ -19,13 +19,13 @@ from sparkpoint.checkpoint import (
     StateMetaInfo,
 )
 from sparkpoint.recovery import assignment, plan_restore
-from sparkpoint.recovery.keygroups import (
+from sparkpoint.recovery.plan import RestorePlan
+from sparkpoint.recovery.reader import read_operator_state, read_subtask_keyed_state
+from sparkpoint.statefiles.keygroups import (
     key_group_for_key,
     key_group_range_for_subtask,
     subtask_for_key_group,
 )
-from sparkpoint.recovery.plan import RestorePlan
-from sparkpoint.recovery.reader import read_operator_state, read_subtask_keyed_state
 from tests.recovery.support import (
     InlineOutput,
     checkpoint_of,

@@ -18,7 +18,8 @@ from sparkpoint.checkpoint import (
     StoreFile,
 )
 from sparkpoint.checkpoint.serde import keyed_from_dict, keyed_to_dict
-from sparkpoint.recovery import key_group_range_for_subtask, plan_restore
+from sparkpoint.recovery import plan_restore
+from sparkpoint.statefiles import key_group_range_for_subtask
 
 M = 128
 

@@ -14,15 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparkpoint.checkpoint import KeyGroupRange
-from sparkpoint.recovery import keygroups, keys
-from sparkpoint.recovery.keygroups import (
+from sparkpoint.statefiles import keygroups, keys
+from sparkpoint.statefiles.keygroups import (
     default_max_parallelism,
     key_group_for_key,
     key_group_range_for_subtask,
     murmur3_32,
     subtask_for_key_group,
 )
-from sparkpoint.recovery.keys import KeyEncodingError, canonical_key_bytes, decode_key
+from sparkpoint.statefiles.keys import KeyEncodingError, canonical_key_bytes, decode_key
 
 GOLDEN = json.loads((Path(__file__).parent / "golden_keys.json").read_text())
 

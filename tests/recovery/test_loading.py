@@ -25,7 +25,7 @@ from sparkpoint.recovery import (
 )
 from sparkpoint.recovery.loading import load_checkpoint, load_latest_checkpoint
 from sparkpoint.recovery.reader import read_subtask_keyed_state
-from sparkpoint.recovery.statefile import write_keyed_state
+from sparkpoint.statefiles.writers import write_keyed_state
 from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store.standalone import StandaloneCompletedCheckpointStore
 from tests.recovery.support import pointer_for, write_keyed_checkpoint

@@ -24,7 +24,7 @@ def test_the_state_writer_imports_nothing_heavy() -> None:
     # ZooKeeper libraries may come with it.
     heavy = ["pyspark", "hdfs", "requests", "click", "rich", "kazoo", "prometheus_client"]
     code = (
-        "import sys, sparkpoint.recovery.statefile; "
+        "import sys, sparkpoint.statefiles.writers; "
         f"print([m for m in {heavy!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -32,12 +32,22 @@ def test_the_state_writer_imports_nothing_heavy() -> None:
 
 
 def test_docstring_examples() -> None:
-    from sparkpoint.recovery import plan, statefile, validation
+    from sparkpoint.recovery import plan, validation
+    from sparkpoint.statefiles import writers
 
-    for module in (statefile, validation, plan):
+    for module in (writers, validation, plan):
         assert doctest.testmod(module).failed == 0
 
 
 def test_an_empty_keyed_handle_reads_as_nothing() -> None:
     empty = KeyGroupsStateHandle(KeyGroupRange.empty(), (), InlineStateHandle("e", b""))
     assert list(read_keyed_state([empty])) == []
+
+
+def test_writing_a_snapshot_imports_no_restore_logic() -> None:
+    code = (
+        "import sys, sparkpoint.statefiles.writers; "
+        "print(sorted(m for m in sys.modules if m.startswith('sparkpoint.recovery')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -17,15 +17,16 @@ from sparkpoint.checkpoint import (
     KeyGroupsStateHandle,
     OperatorSpec,
 )
-from sparkpoint.recovery import StateFileError, plan_restore, statefile
-from sparkpoint.recovery.keygroups import key_group_for_key
-from sparkpoint.recovery.keys import canonical_key_bytes
+from sparkpoint.recovery import StateFileError, plan_restore
 from sparkpoint.recovery.reader import (
     read_keyed_state,
     read_operator_state,
     read_subtask_keyed_state,
 )
-from sparkpoint.recovery.statefile import KeyedStateWriter
+from sparkpoint.statefiles import writers as statefile
+from sparkpoint.statefiles.keygroups import key_group_for_key
+from sparkpoint.statefiles.keys import canonical_key_bytes
+from sparkpoint.statefiles.writers import KeyedStateWriter
 from tests.recovery.support import (
     LocalFileOutput,
     LocalRangeReader,

@@ -7,7 +7,7 @@ from typing import Any
 
 from sparkpoint.checkpoint.errors import InvalidCheckpointValue
 from sparkpoint.checkpoint.ids import validate_job_id, validate_operator_uid
-from sparkpoint.checkpoint.keygroups import validate_parallelism
+from sparkpoint.checkpoint.keygroups import check_parallelism
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class OperatorSpec:
 
     def __post_init__(self) -> None:
         validate_operator_uid(self.uid)
-        validate_parallelism(self.uid, self.parallelism, self.max_parallelism)
+        check_parallelism(self.parallelism, self.max_parallelism, self.uid)
 
     def to_dict(self) -> dict[str, Any]:
         return {

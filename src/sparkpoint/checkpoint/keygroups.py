@@ -11,16 +11,18 @@ from sparkpoint.checkpoint.errors import InvalidCheckpointValue
 UPPER_BOUND_MAX_PARALLELISM = 32768
 
 
-def validate_parallelism(operator_uid: str, parallelism: int, max_parallelism: int) -> None:
-    """Refuse a max parallelism outside 1..32768 or a parallelism above it."""
+def check_parallelism(parallelism: int, max_parallelism: int, operator_uid: str = "") -> None:
+    """Refuse a max parallelism outside 1..32768 or a parallelism above it, naming the
+    operator when one is given (:class:`InvalidCheckpointValue`, a ValueError)."""
+    operator = f"operator {operator_uid}: " if operator_uid else ""
     if not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
         raise InvalidCheckpointValue(
-            f"operator {operator_uid}: max parallelism {max_parallelism} is out of range "
+            f"{operator}max parallelism {max_parallelism} is out of range "
             f"1..{UPPER_BOUND_MAX_PARALLELISM}"
         )
     if not 1 <= parallelism <= max_parallelism:
         raise InvalidCheckpointValue(
-            f"operator {operator_uid}: parallelism {parallelism} is out of range "
+            f"{operator}parallelism {parallelism} is out of range "
             f"1..{max_parallelism} (its max parallelism)"
         )
 

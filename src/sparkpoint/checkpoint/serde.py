@@ -83,10 +83,6 @@ def _store_file_to_dict(f: StoreFile) -> dict[str, Any]:
     return {"name": f.name, "stream": stream_to_dict(f.stream)}
 
 
-def _store_file_from_dict(data: Any) -> StoreFile:
-    return StoreFile(str(data["name"]), stream_from_dict(data["stream"]))
-
-
 def keyed_from_dict(data: Any) -> KeyedStateHandle:
     try:
         if data.get("kind") == "incremental":

@@ -14,7 +14,7 @@ from sparkpoint.checkpoint.handles import (
     own_sizes,
 )
 from sparkpoint.checkpoint.ids import validate_checkpoint_id, validate_job_id
-from sparkpoint.checkpoint.keygroups import validate_parallelism
+from sparkpoint.checkpoint.keygroups import check_parallelism
 from sparkpoint.checkpoint.status import CheckpointKind
 
 
@@ -64,7 +64,7 @@ class OperatorState:
         object.__setattr__(self, "subtask_states", MappingProxyType(dict(self.subtask_states)))
         if not self.operator_uid:
             raise InvalidCheckpointValue("operator state with an empty uid")
-        validate_parallelism(self.operator_uid, self.parallelism, self.max_parallelism)
+        check_parallelism(self.parallelism, self.max_parallelism, self.operator_uid)
         for index in self.subtask_states:
             if isinstance(index, bool) or not isinstance(index, int):
                 raise InvalidCheckpointValue(

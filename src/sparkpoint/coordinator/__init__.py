@@ -2,7 +2,7 @@
 
 The service creates one :class:`CheckpointCoordinator` per job while it is leader, calls
 :meth:`~CheckpointCoordinator.tick` on a timer, forwards acknowledgements and declines, and
-puts :meth:`~CheckpointCoordinator.drain_notifications` into heartbeat replies.
+puts :meth:`~CheckpointCoordinator.notifications_since` into heartbeat replies.
 """
 
 from sparkpoint.coordinator.cleanup import CleanupWorker
@@ -26,7 +26,7 @@ from sparkpoint.coordinator.notifications import (
     Notice,
     TriggerNotice,
 )
-from sparkpoint.coordinator.options import OPTION_KEYS, CheckpointingOptions, InvalidOptionError
+from sparkpoint.coordinator.options import OPTION_KEYS, CheckpointingOptions
 from sparkpoint.coordinator.pending import Acknowledgement, CheckpointStatus, PendingCheckpoint
 from sparkpoint.coordinator.results import AckResult, TickReport
 from sparkpoint.coordinator.stats import CheckpointRecord, CheckpointStatsTracker
@@ -56,7 +56,6 @@ __all__ = [
     "CoordinatorRequestError",
     "CoordinatorStoppedError",
     "DuplicateAcknowledgeError",
-    "InvalidOptionError",
     "InvalidSubtaskStateError",
     "Notice",
     "PendingCheckpoint",

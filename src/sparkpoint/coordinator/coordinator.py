@@ -2,11 +2,11 @@
 
 Trigger → PendingCheckpoint → acknowledgements → `_metadata` → store → completion notice →
 background deletion of what was subsumed. The service calls :meth:`tick` on a timer and
-forwards the driver's acknowledgements and declines; the heartbeat reply carries what
-:meth:`drain_notifications` returns.
+forwards the driver's acknowledgements and declines; each heartbeat reply carries the
+notices :meth:`notifications_since` returns (above the sequence number the driver has seen).
 
-Split by responsibility: trigger rules (``trigger``), creating checkpoints
-(``triggering``), pending tracking (``pending``, ``tracking``), finalisation
+Split by responsibility: trigger rules (``trigger_rules``), creating checkpoints
+(``triggerer``), pending tracking (``pending``, ``tracking``), finalisation
 (``finalize``), how a checkpoint's end changes the job (``transitions``), statistics
 (``stats``), notices (``notifications``), deletions (``cleanup``).
 
@@ -46,13 +46,8 @@ from sparkpoint.coordinator.stats import CheckpointStatsTracker, Sizes
 from sparkpoint.coordinator.storage_api import CheckpointStorageLike
 from sparkpoint.coordinator.tracking import CheckpointTracker
 from sparkpoint.coordinator.transitions import Transitions
-from sparkpoint.coordinator.trigger import (
-    TriggerDecision,
-    TriggerState,
-    decide,
-    next_due_after_trigger,
-)
-from sparkpoint.coordinator.triggering import Triggerer
+from sparkpoint.coordinator.trigger_rules import next_due_after_trigger, next_tick_ms
+from sparkpoint.coordinator.triggerer import Triggerer
 from sparkpoint.counter import CheckpointIDCounter
 from sparkpoint.store import CompletedCheckpointStore
 
@@ -72,7 +67,7 @@ class CheckpointCoordinator:
         coordinator.start()
         report = coordinator.tick()          # on a timer; report.next_tick_ms says when
         coordinator.acknowledge_all(cid, acks)  # per ack request; bad ones raise 4xx errors
-        notices = coordinator.drain_notifications()  # into each heartbeat reply
+        notices = coordinator.notifications_since(seen)  # into each heartbeat reply
         coordinator.stop("leadership lost")  # at once when leadership goes
     """
 
@@ -102,7 +97,7 @@ class CheckpointCoordinator:
         self.stats = CheckpointStatsTracker(options.history_size)
         self.outbox = Outbox()
         self._tracker = CheckpointTracker(graph.job_id)
-        self._state = Transitions(
+        self._transitions = Transitions(
             job_id=graph.job_id,
             tracker=self._tracker,
             outbox=self.outbox,
@@ -112,12 +107,16 @@ class CheckpointCoordinator:
             cleanup=self.cleanup,
             storage=storage,
         )
-        self._lock = self._state.lock
-        self._trigger_lock = self._state.trigger_lock
+        self._lock = self._transitions.lock
+        self._trigger_lock = self._transitions.trigger_lock
         self._triggerer = Triggerer(
-            graph=graph, options=options, counter=counter, storage=storage, state=self._state
+            graph=graph,
+            options=options,
+            counter=counter,
+            storage=storage,
+            transitions=self._transitions,
         )
-        self._finalizer = Finalizer(state=self._state, store=store, clock=clock)
+        self._finalizer = Finalizer(transitions=self._transitions, store=store, clock=clock)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -128,17 +127,17 @@ class CheckpointCoordinator:
     @property
     def job_status(self) -> JobStatus:
         with self._lock:
-            return self._state.job_status
+            return self._transitions.job_status
 
     @property
     def is_stopped(self) -> bool:
         with self._lock:
-            return self._state.stopped
+            return self._transitions.stopped
 
     @property
     def failure_reason(self) -> str | None:
         with self._lock:
-            return self._state.failure_reason
+            return self._transitions.failure_reason
 
     def start(self, now_ms: int | None = None, *, due_now: bool = False) -> None:
         """Begin periodic checkpointing: the first one is due one interval from now, or at
@@ -148,27 +147,24 @@ class CheckpointCoordinator:
         now = self._now(now_ms)
         with self._lock:
             self._require_running()
-            if self._state.job_status is not JobStatus.CREATED:
+            if self._transitions.job_status is not JobStatus.CREATED:
                 return  # already started (or already ended): starting twice changes nothing
-            self._state.job_status = JobStatus.RUNNING
-            self._state.next_due_ms = now if due_now else next_due_after_trigger(self.options, now)
+            self._transitions.job_status = JobStatus.RUNNING
+            self._transitions.next_due_ms = (
+                now if due_now else next_due_after_trigger(self.options, now)
+            )
 
     def stop(self, reason: str = "coordinator stopped") -> list[int]:
         """Abort every pending checkpoint and accept nothing more (leadership lost, job
         removed). A checkpoint being finalised is aborted by its finaliser before it reaches
         the store, or completes if it already did. Returns the ids aborted here."""
         with self._lock:
-            if self._state.stopped:
+            if self._transitions.stopped:
                 return []
-            self._state.stopped = True
-            if not self._state.job_status.is_globally_terminal:
-                self._state.job_status = JobStatus.SUSPENDED
-            aborted = []
-            for pending in self._tracker.pending():
-                if pending.status is CheckpointStatus.IN_PROGRESS:
-                    self._state.abort(pending, reason, self._clock())
-                    aborted.append(pending.checkpoint_id)
-            return aborted
+            self._transitions.stopped = True
+            if not self._transitions.job_status.is_globally_terminal:
+                self._transitions.job_status = JobStatus.SUSPENDED
+            return self._transitions.abort_in_progress(reason, self._clock())
 
     # --- driver runs ----------------------------------------------------------------------
 
@@ -200,16 +196,12 @@ class CheckpointCoordinator:
             if previous == run_id:
                 return []
             reason = f"driver run {previous} was superseded by run {run_id}"
-            aborted = []
-            for pending in self._tracker.pending():
-                if pending.status is CheckpointStatus.IN_PROGRESS:
-                    self._state.abort(pending, reason, now)
-                    aborted.append(pending.checkpoint_id)
+            aborted = self._transitions.abort_in_progress(reason, now)
             # Taken here, under the trigger lock: a trigger created after this moment is
             # the new run's, and its notice comes after this number.
             self._run_seq = self.outbox.last_seq
-            if due_now and self._state.next_due_ms is not None:
-                self._state.next_due_ms = min(self._state.next_due_ms, now)
+            if due_now and self._transitions.next_due_ms is not None:
+                self._transitions.next_due_ms = min(self._transitions.next_due_ms, now)
             return aborted
 
     @property
@@ -228,7 +220,7 @@ class CheckpointCoordinator:
         acknowledged may still reach the store: a restore must see its outcome)."""
         deadline = time.monotonic() + timeout_s
         while True:
-            with self._state.finalize_lock, self._lock:
+            with self._transitions.finalize_lock, self._lock:
                 pending = self._tracker.pending()
                 if all(p.status is not CheckpointStatus.FINALIZING for p in pending):
                     return
@@ -244,22 +236,17 @@ class CheckpointCoordinator:
         now = self._now(now_ms)
         with self._lock:
             self._require_running()
-            if self._state.job_status.is_globally_terminal:
+            if self._transitions.job_status.is_globally_terminal:
                 return []
-            self._state.job_status = JobStatus.CANCELED
-            self._state.stop_in_progress = None
-            aborted = []
-            for pending in self._tracker.pending():
-                if pending.status is CheckpointStatus.IN_PROGRESS:
-                    self._state.abort(pending, reason, now)
-                    aborted.append(pending.checkpoint_id)
-            return aborted
+            self._transitions.job_status = JobStatus.CANCELED
+            self._transitions.stop_in_progress = None
+            return self._transitions.abort_in_progress(reason, now)
 
     def close(self, timeout: float = 10.0) -> bool:
         """:meth:`stop`, then let queued deletions finish (if this coordinator owns them).
         The job's metric series go: this coordinator no longer reports on it."""
         self.stop()
-        self._state.metrics.remove()
+        self._transitions.metrics.remove()
         return self._own_cleanup.close(timeout) if self._own_cleanup is not None else True
 
     # --- triggering -----------------------------------------------------------------------
@@ -274,14 +261,18 @@ class CheckpointCoordinator:
         """
         now = self._now(now_ms)
         with self._lock:
-            if self._state.stopped or self._state.job_status is not JobStatus.RUNNING:
+            if self._transitions.stopped or self._transitions.job_status is not JobStatus.RUNNING:
                 return TickReport(None, (), None)
-            expired = tuple(self._state.expire_overdue(now, self.options.timeout_ms))
+            expired = tuple(self._transitions.expire_overdue(now, self.options.timeout_ms))
         triggered = None
         decision_retry = None
         with self._trigger_lock:
             with self._lock:
-                decision = self._periodic_decision(now) if allow_trigger else None
+                decision = (
+                    self._transitions.periodic_decision(self.options, now)
+                    if allow_trigger
+                    else None
+                )
             if decision is not None and decision.trigger:
                 pending = self._triggerer.create(CheckpointKind.CHECKPOINT, now, periodic=True)
                 triggered = pending.checkpoint_id if pending is not None else None
@@ -289,7 +280,10 @@ class CheckpointCoordinator:
                 decision_retry = decision.retry_at_ms
         self._finalizer.finalize_if_complete(triggered)
         with self._lock:
-            return TickReport(triggered, expired, self._next_tick(decision_retry))
+            next_tick = next_tick_ms(
+                self._tracker.pending(), self.options.timeout_ms, decision_retry
+            )
+            return TickReport(triggered, expired, next_tick)
 
     def trigger_checkpoint(self, now_ms: int | None = None) -> int:
         """Trigger a checkpoint now, regardless of interval, pause and concurrency (Flink's
@@ -374,7 +368,7 @@ class CheckpointCoordinator:
                 )
             pending.check_subtask(operator_uid, subtask)
             why = f"declined by operator {operator_uid!r} subtask {subtask}: {reason}"
-            self._state.abort(pending, why, self._clock(), count_failure=True)
+            self._transitions.abort(pending, why, self._clock(), count_failure=True)
 
     # --- notices, restore hooks, status ---------------------------------------------------
 
@@ -417,11 +411,11 @@ class CheckpointCoordinator:
         with self._lock:
             status = {
                 "job_id": self.job_id,
-                "job_status": self._state.job_status.value,
-                "failure_reason": self._state.failure_reason,
-                "consecutive_failures": self._state.failures.consecutive,
+                "job_status": self._transitions.job_status.value,
+                "failure_reason": self._transitions.failure_reason,
+                "consecutive_failures": self._transitions.failures.consecutive,
                 "pending": [p.checkpoint_id for p in self._tracker.pending()],
-                "next_due_ms": self._state.next_due_ms,
+                "next_due_ms": self._transitions.next_due_ms,
                 "options": self.options.to_dict(),
             }
         return {**status, **self.stats.to_dict()}
@@ -432,35 +426,12 @@ class CheckpointCoordinator:
         return self._clock() if now_ms is None else now_ms
 
     def _require_running(self) -> None:
-        if self._state.stopped:
+        if self._transitions.stopped:
             raise CoordinatorStoppedError(f"job {self.job_id}: the coordinator was stopped")
 
     def _check_run(self, run_id: str) -> None:
         if run_id != self._run_id:
             raise SupersededRunError(self.job_id, run_id, self._run_id)
-
-    def _periodic_decision(self, now: int) -> TriggerDecision | None:
-        state = self._state
-        if state.stopped or state.job_status is not JobStatus.RUNNING:
-            return None
-        if state.stop_in_progress is not None:
-            return None
-        assert self._state.next_due_ms is not None  # set by start()
-        pending_periodic = sum(1 for p in self._tracker.pending() if not p.is_savepoint)
-        return decide(
-            self.options,
-            TriggerState(now, self._state.next_due_ms, pending_periodic, state.last_completion_ms),
-        )
-
-    def _next_tick(self, retry_at: int | None) -> int | None:
-        deadlines = [
-            p.trigger_timestamp_ms + self.options.timeout_ms
-            for p in self._tracker.pending()
-            if p.status is CheckpointStatus.IN_PROGRESS
-        ]
-        if retry_at is not None:
-            deadlines.append(retry_at)
-        return min(deadlines) if deadlines else None
 
     def _trigger_requested(
         self, kind: CheckpointKind, now_ms: int | None, target_dir: str | None, *, stop: bool
@@ -469,7 +440,7 @@ class CheckpointCoordinator:
         with self._trigger_lock:
             with self._lock:
                 self._require_running()
-                reason = self._state.why_not_trigger()
+                reason = self._transitions.why_not_trigger()
                 if reason is not None:
                     raise TriggerRejectedError(f"job {self.job_id}: {reason}")
             pending = self._triggerer.create(kind, now, target_dir=target_dir, stop_job=stop)

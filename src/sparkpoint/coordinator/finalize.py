@@ -87,9 +87,9 @@ class Finalizer:
     """
 
     def __init__(
-        self, *, state: Transitions, store: CompletedCheckpointStore, clock: Callable[[], int]
+        self, *, transitions: Transitions, store: CompletedCheckpointStore, clock: Callable[[], int]
     ) -> None:
-        self._state = state
+        self._transitions = transitions
         self._store = store
         self._clock = clock
 
@@ -98,9 +98,9 @@ class Finalizer:
         operator acknowledges completes as soon as it is triggered)."""
         if checkpoint_id is None:
             return
-        with self._state.lock:
+        with self._transitions.lock:
             try:
-                pending = self._state.tracker.get(checkpoint_id)
+                pending = self._transitions.tracker.get(checkpoint_id)
             except CheckpointFinishedError:
                 return
             if pending.status is not CheckpointStatus.IN_PROGRESS:
@@ -113,53 +113,53 @@ class Finalizer:
     def finalize(self, pending: PendingCheckpoint, started: float) -> AckResult:
         """Finalise ``pending`` (already marked FINALIZING). ``started`` is the
         ``perf_counter`` of the last acknowledgement's arrival, for the finalise metric."""
-        state, cid = self._state, pending.checkpoint_id
-        with state.finalize_lock:
-            with state.lock:
-                reason = state.why_not_finalize(pending)
+        transitions, cid = self._transitions, pending.checkpoint_id
+        with transitions.finalize_lock:
+            with transitions.lock:
+                reason = transitions.why_not_finalize(pending)
                 if reason is not None:
-                    state.abort(pending, reason, self._clock())
+                    transitions.abort(pending, reason, self._clock())
                     return AckResult(cid, CheckpointStatus.FAILED, 0, reason=reason)
             try:
                 pointer = write_metadata(pending, self._clock())
-                with state.lock:
+                with transitions.lock:
                     # Checked again right before the store: a coordinator stopped meanwhile
                     # (leadership lost) must not publish.
-                    reason = state.why_not_finalize(pending)
+                    reason = transitions.why_not_finalize(pending)
                     if reason is not None:
                         raise FinalizationFailed(reason, discard_location=True)
                 subsumed = [] if pending.is_savepoint else publish(self._store, pointer)
             except FinalizationFailed as exc:
-                with state.lock:
-                    state.abort(
+                with transitions.lock:
+                    transitions.abort(
                         pending,
                         exc.reason,
                         self._clock(),
-                        count_failure=not state.stopped,
+                        count_failure=not transitions.stopped,
                         discard=exc.discard_location,
                     )
                 return AckResult(cid, CheckpointStatus.FAILED, 0, reason=exc.reason)
             except PossiblyAppliedError as exc:
                 # The pointer may be in the store: neither completion nor abort is told, and
                 # its files stay; the next leader's store recovery decides.
-                with state.lock:
+                with transitions.lock:
                     reason = f"outcome of adding checkpoint {cid} to the store is unknown: {exc}"
-                    state.abort(pending, reason, self._clock(), notify=False, discard=False)
+                    transitions.abort(pending, reason, self._clock(), notify=False, discard=False)
                 raise
             except HAError as exc:
                 # After PossiblyAppliedError (a subclass, caught above): ZooKeeper refused the
                 # write in a reply, or it was never sent. Nothing was written; the files are
                 # ours alone.
-                with state.lock:
+                with transitions.lock:
                     reason = f"checkpoint {cid} not added to the store: {exc}"
-                    state.abort(pending, reason, self._clock())
+                    transitions.abort(pending, reason, self._clock())
                 raise
             except BaseException as exc:
-                with state.lock:
+                with transitions.lock:
                     reason = f"finalising checkpoint {cid} failed unexpectedly: {exc!r}"
-                    state.abort(pending, reason, self._clock(), discard=False)
+                    transitions.abort(pending, reason, self._clock(), discard=False)
                 raise
-            state.metrics.finalized(time.perf_counter() - started)
-            with state.lock:
-                state.completed(pending, pointer, subsumed, self._clock())
+            transitions.metrics.finalized(time.perf_counter() - started)
+            with transitions.lock:
+                transitions.completed(pending, pointer, subsumed, self._clock())
         return AckResult(cid, CheckpointStatus.COMPLETED, 0, pointer=pointer)

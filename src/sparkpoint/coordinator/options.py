@@ -1,6 +1,7 @@
 """Checkpointing options of one job, with Flink's key names and defaults.
 
-Every invalid value is refused with the key, the value and the reason (docs/architecture.md §9),
+Every invalid value is refused with the key, the value and the reason (docs/architecture.md §9)
+as a :class:`~sparkpoint.config.ConfigError`, the configuration's own error,
 so a registration or a configuration file can be rejected with a message a person can act on.
 """
 
@@ -10,28 +11,18 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from sparkpoint.store import DEFAULT_MAX_RETAINED
+from sparkpoint.config import CheckpointingSettings, Config, ConfigError, StoreSettings, key_of
 
-#: Flink's configuration key for each option, used in error messages and accepted as input.
+#: Flink's configuration key for each option, used in error messages and accepted as input:
+#: the service's configuration keys of the defaults (sparkpoint.config), and one of its own.
 OPTION_KEYS: Mapping[str, str] = {
-    "interval_ms": "execution.checkpointing.interval",
-    "timeout_ms": "execution.checkpointing.timeout",
-    "min_pause_ms": "execution.checkpointing.min-pause",
-    "max_concurrent": "execution.checkpointing.max-concurrent-checkpoints",
-    "tolerable_failures": "execution.checkpointing.tolerable-failed-checkpoints",
-    "max_retained": "state.checkpoints.num-retained",
+    **CheckpointingSettings.option_keys(),
+    "max_retained": key_of(StoreSettings, "max_retained"),
     "history_size": "web.checkpoints.history",
 }
 
-
-class InvalidOptionError(ValueError):
-    """A checkpointing option with a value it cannot take."""
-
-    def __init__(self, key: str, value: object, reason: str) -> None:
-        super().__init__(f"{key}={value!r}: {reason}")
-        self.key = key
-        self.value = value
-        self.reason = reason
+#: The defaults of the configuration (a service may set its own, see Config).
+_DEFAULTS = Config().job_option_defaults()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +37,12 @@ class CheckpointingOptions:
     500
     """
 
-    interval_ms: int = 10_000
-    timeout_ms: int = 600_000
-    min_pause_ms: int = 0
-    max_concurrent: int = 1
-    tolerable_failures: int = 0
-    max_retained: int = DEFAULT_MAX_RETAINED
+    interval_ms: int = _DEFAULTS["interval_ms"]
+    timeout_ms: int = _DEFAULTS["timeout_ms"]
+    min_pause_ms: int = _DEFAULTS["min_pause_ms"]
+    max_concurrent: int = _DEFAULTS["max_concurrent"]
+    tolerable_failures: int = _DEFAULTS["tolerable_failures"]
+    max_retained: int = _DEFAULTS["max_retained"]
     history_size: int = 10
 
     def __post_init__(self) -> None:
@@ -67,24 +58,24 @@ class CheckpointingOptions:
         for name, minimum in minimums.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidOptionError(OPTION_KEYS[name], value, "must be an integer")
+                raise ConfigError(OPTION_KEYS[name], value, "must be an integer")
             if value < minimum:
-                raise InvalidOptionError(OPTION_KEYS[name], value, f"must be at least {minimum}")
+                raise ConfigError(OPTION_KEYS[name], value, f"must be at least {minimum}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckpointingOptions:
         """Options from field names (``interval_ms``) or Flink keys; unknown keys are refused
         rather than ignored, since a misspelt key would silently keep a default."""
         if not isinstance(data, Mapping):
-            raise InvalidOptionError("checkpoint config", data, "must be an object of options")
+            raise ConfigError("checkpoint config", data, "must be an object of options")
         by_key = {key: name for name, key in OPTION_KEYS.items()}
         values: dict[str, Any] = {}
         for key, value in data.items():
             name = key if key in OPTION_KEYS else by_key.get(key)
             if name is None:
-                raise InvalidOptionError(key, value, "unknown checkpointing option")
+                raise ConfigError(key, value, "unknown checkpointing option")
             if name in values:
-                raise InvalidOptionError(key, value, "given twice (by field name and key)")
+                raise ConfigError(key, value, "given twice (by field name and key)")
             values[name] = value
         return cls(**values)
 

@@ -219,11 +219,6 @@ class CheckpointStatsTracker:
                 return None
             return restored.checkpoint_id
 
-    @property
-    def latest_restored(self) -> RestoredRecord | None:
-        with self._lock:
-            return self._latest_restored
-
     def history(self) -> list[CheckpointRecord]:
         """The last N checkpoints, newest first (copies)."""
         with self._lock:

@@ -15,10 +15,12 @@ from sparkpoint.coordinator.cleanup import Cleanup
 from sparkpoint.coordinator.failures import FailureCounter
 from sparkpoint.coordinator.job_metrics import JobMetrics
 from sparkpoint.coordinator.notifications import Outbox
+from sparkpoint.coordinator.options import CheckpointingOptions
 from sparkpoint.coordinator.pending import CheckpointStatus, PendingCheckpoint
 from sparkpoint.coordinator.stats import CheckpointStatsTracker
 from sparkpoint.coordinator.storage_api import CheckpointStorageLike
 from sparkpoint.coordinator.tracking import CheckpointTracker
+from sparkpoint.coordinator.trigger_rules import TriggerDecision, TriggerState, decide
 
 #: How many still-missing subtasks an expiry reason names.
 _MISSING_SHOWN = 5
@@ -72,6 +74,19 @@ class Transitions:
         if self.stop_in_progress is not None:
             return f"stop-with-savepoint {self.stop_in_progress} is in progress"
         return None
+
+    def periodic_decision(self, options: CheckpointingOptions, now: int) -> TriggerDecision | None:
+        """Whether a periodic checkpoint may start now (None: the job takes none: not
+        running, or a stop-with-savepoint runs)."""
+        if self.stopped or self.job_status is not JobStatus.RUNNING:
+            return None
+        if self.stop_in_progress is not None:
+            return None
+        assert self.next_due_ms is not None  # set by start()
+        pending_periodic = sum(1 for p in self.tracker.pending() if not p.is_savepoint)
+        return decide(
+            options, TriggerState(now, self.next_due_ms, pending_periodic, self.last_completion_ms)
+        )
 
     def why_not_finalize(self, pending: PendingCheckpoint) -> str | None:
         """Why a fully acknowledged checkpoint must not reach the store, or None."""
@@ -204,7 +219,7 @@ class Transitions:
         if pending.stop_job:
             self.stop_in_progress = None
             self.job_status = JobStatus.FINISHED
-            self._abort_all(f"job stopped with savepoint {cid}", now)
+            self.abort_in_progress(f"job stopped with savepoint {cid}", now)
         self.metrics.pending(len(self.tracker))
 
     # --- helpers --------------------------------------------------------------------------
@@ -213,9 +228,14 @@ class Transitions:
         if self.failures.record_failure(checkpoint_id, reason) and not self.stopped:
             self.job_status = JobStatus.FAILING
             self.failure_reason = self.failures.exceeded_reason
-            self._abort_all(f"job failing: {self.failure_reason}", now)
+            self.abort_in_progress(f"job failing: {self.failure_reason}", now)
 
-    def _abort_all(self, reason: str, now: int) -> None:
+    def abort_in_progress(self, reason: str, now: int) -> list[int]:
+        """Abort every checkpoint still collecting acknowledgements (not those being
+        finalised: they are whole). Returns the ids aborted."""
+        aborted = []
         for pending in self.tracker.pending():
             if pending.status is CheckpointStatus.IN_PROGRESS:
                 self.abort(pending, reason, now)
+                aborted.append(pending.checkpoint_id)
+        return aborted

@@ -6,7 +6,7 @@ the types and exceptions exported here.
 
 from sparkpoint.ha.clusters import UnknownClusterError, cluster_ids, require_cluster
 from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
-from sparkpoint.ha.election import ZooKeeperLeaderElection, ZooKeeperLeadership
+from sparkpoint.ha.election import ZooKeeperLeaderElection
 from sparkpoint.ha.embedded import EmbeddedLeaderElection
 from sparkpoint.ha.errors import (
     ConflictError,
@@ -15,7 +15,7 @@ from sparkpoint.ha.errors import (
     NotConnectedError,
     PossiblyAppliedError,
 )
-from sparkpoint.ha.fencing import Fence, Op, read_epoch
+from sparkpoint.ha.fencing import Fence, Op, ZooKeeperLeadership, read_epoch
 from sparkpoint.ha.leader_info import (
     ContenderInfo,
     LeaderInfo,

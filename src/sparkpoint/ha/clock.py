@@ -22,3 +22,9 @@ def lease_clock() -> float:
     if _BOOTTIME is not None:
         return time.clock_gettime(_BOOTTIME)
     return time.monotonic()
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch, for the times leader/info shows people (never for
+    measuring a lease)."""
+    return int(time.time() * 1000)

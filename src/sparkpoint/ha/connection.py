@@ -147,12 +147,6 @@ class ZooKeeperConnection:
         sid = self.client.client_id
         return sid[0] if sid else None
 
-    @property
-    def negotiated_session_timeout_s(self) -> float:
-        # kazoo keeps the server's answer in milliseconds once connected.
-        negotiated = getattr(self.client._connection, "_session_timeout", None)
-        return negotiated / 1000 if negotiated else self.settings.session_timeout_s
-
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 

@@ -16,14 +16,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 import uuid
 from typing import Any
 
 from sparkpoint import metrics
 from sparkpoint.config import lease_timing_problem
-from sparkpoint.ha import translate
-from sparkpoint.ha.clock import lease_clock
+from sparkpoint.ha.clock import lease_clock, wall_clock_ms
 from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
 from sparkpoint.ha.errors import (
     ConflictError,
@@ -32,29 +30,32 @@ from sparkpoint.ha.errors import (
     NotConnectedError,
     PossiblyAppliedError,
 )
-from sparkpoint.ha.fencing import Fence, Op, bump_epoch, read_epoch
+from sparkpoint.ha.fencing import (
+    Fence,
+    Op,
+    ZooKeeperLeadership,
+    bump_epoch,
+    bump_landed,
+    current_term,
+    read_epoch,
+)
 from sparkpoint.ha.latch import LatchQueue
-from sparkpoint.ha.leader_info import LeaderInfo
-from sparkpoint.ha.leadership import ContenderState, Leadership, LeadershipListener
-from sparkpoint.ha.lease import LeaseView, LeaseWatch, leader_process_gone, take_over
+from sparkpoint.ha.leader_info import LeaderInfo, publish_leader_info
+from sparkpoint.ha.leadership import (
+    ContenderState,
+    Leadership,
+    LeadershipListener,
+    NoListener,
+)
+from sparkpoint.ha.lease import (
+    LeaseView,
+    LeaseWatch,
+    leader_process_gone,
+    place_in_line,
+    take_over,
+)
 
 log = logging.getLogger(__name__)
-
-
-class ZooKeeperLeadership(Leadership):
-    """A leadership won through ZooKeeper: carries the fence its writes go through."""
-
-    def __init__(self, epoch: int, instance_id: str, fence: Fence) -> None:
-        super().__init__(epoch, instance_id)
-        self.fence = fence
-
-
-class _NoListener:
-    def leadership_granted(self, leadership: Leadership) -> None:
-        """Nobody to tell."""
-
-    def leadership_revoked(self, leadership: Leadership, reason: str) -> None:
-        """Nobody to tell."""
 
 
 class ZooKeeperLeaderElection:
@@ -96,7 +97,7 @@ class ZooKeeperLeaderElection:
         self.instance_id = instance_id
         self.address = address
         self.probe_leader = probe_leader
-        self._listener = listener or _NoListener()
+        self._listener = listener or NoListener()
         self.renew_interval_s = renew_interval_s
         self.suspend_grace_s = (
             conn.settings.session_timeout_s / 3 if suspend_grace_s is None else suspend_grace_s
@@ -113,9 +114,7 @@ class ZooKeeperLeaderElection:
             LeaseWatch(takeover_timeout_s, renew_interval_s) if takeover_timeout_s else None
         )
         # The token finds our latch node again after an in-doubt create.
-        self._latch = LatchQueue(
-            conn, uuid.uuid4().hex, instance_id, address
-        )  # finds our latch node again after an in-doubt create
+        self._latch = LatchQueue(conn, uuid.uuid4().hex, instance_id, address)
         self._wake = threading.Condition()
         self._poked = False
         self._events: list[ConnectionState] = []
@@ -254,16 +253,7 @@ class ZooKeeperLeaderElection:
         assert node is not None
         if self._lease is not None and view is not None:
             owners = [self._latch.owner(c) for c in children]
-            # One place in line per instance, its newest node: a replica restarted after a
-            # kill has queued again while its old node waits for its dead session to
-            # expire, and that node must not take the first place from a live follower.
-            newest = {o: c for c, o in zip(children, owners, strict=True)}
-            candidates = [
-                c for c, o in zip(children, owners, strict=True)
-                if o != view.leader_id and newest.get(o) == c
-            ]  # fmt: skip
-            holder_queued = view.holder is not None and view.holder in owners
-            rank = candidates.index(node) if node in candidates else -1
+            rank, holder_queued = place_in_line(node, children, owners, view)
             # Followers in line look whether a live lease's holder still has a process.
             gone = (
                 self.probe_leader
@@ -274,14 +264,7 @@ class ZooKeeperLeaderElection:
             if rank >= 0 and self._lease.may_take_over(
                 view, rank, holder_queued=holder_queued, leader_gone=gone
             ):
-                why = (
-                    f"process of {view.leader_id} at {view.leader_address} is gone"
-                    if gone
-                    else f"lease of {view.leader_id} lapsed {view.silent_for:.2f} s ago"
-                    if view.leader_id
-                    else "no leader"
-                )
-                log.info("%s: %s; taking over", self.instance_id, why)
+                log.info("%s: %s; taking over", self.instance_id, view.takeover_reason(gone))
                 self._try_lead(view=view)
             return
         if children[0] == node:
@@ -299,7 +282,7 @@ class ZooKeeperLeaderElection:
         seen = read_epoch(self.conn) if view is None else view.epoch
         nonce = uuid.uuid4().hex
         payload = json.dumps(
-            {"instance_id": self.instance_id, "nonce": nonce, "at_ms": _now_ms()}
+            {"instance_id": self.instance_id, "nonce": nonce, "at_ms": wall_clock_ms()}
         ).encode()
         # The lease counts from before the bump: a follower can only see the new epoch
         # after it, so it always waits longer than this leader may act unrenewed.
@@ -313,15 +296,14 @@ class ZooKeeperLeaderElection:
             log.info("%s: not taking term %d: %s", self.instance_id, seen + 1, exc)
             return
         except PossiblyAppliedError:
-            with translate.reads("re-reading the leader term"):
-                raw, stat = self.conn.retry(self.conn.client.get, self.conn.paths.epoch)
-            if stat.version != seen + 1 or nonce.encode() not in raw:
+            landed = bump_landed(self.conn, seen, nonce)
+            if landed is None:
                 return
-            epoch = stat.version
+            epoch = landed
         fence = Fence(self.conn, epoch, on_fenced=self._on_fenced)
         leadership = ZooKeeperLeadership(epoch, self.instance_id, fence)
         self._leadership = leadership
-        self._since_ms = _now_ms()
+        self._since_ms = wall_clock_ms()
         self._renewals = 0
         self._suspended_since = None
         try:
@@ -347,24 +329,13 @@ class ZooKeeperLeaderElection:
             epoch=epoch,
             since_ms=self._since_ms,
             renewals=self._renewals,
-            renewed_ms=_now_ms(),
+            renewed_ms=wall_clock_ms(),
         ).to_bytes()
 
     def _publish(self, *, first: bool) -> None:
         lead = self._leadership
         assert lead is not None
-        info = self._info_bytes(lead.epoch)
-        path = self.conn.paths.leader_info
-        if not first:
-            try:
-                lead.fence.commit([Op.set(path, info)], "renewing leader info")
-                return
-            except ConflictError:
-                pass  # our info vanished (deleted by hand?): publish it anew
-        with translate.reads("reading leader info"):
-            existing = self.conn.retry(self.conn.client.exists, path)
-        ops = [Op.delete(path)] if existing is not None else []
-        lead.fence.commit([*ops, Op.create(path, info, ephemeral=True)], "publishing leader info")
+        publish_leader_info(self.conn, lead.fence, self._info_bytes(lead.epoch), first=first)
 
     def _lead(self, events: list[ConnectionState]) -> None:
         lead = self._leadership
@@ -434,13 +405,10 @@ class ZooKeeperLeaderElection:
 
     def _resume_if_still_leader(self, lead: ZooKeeperLeadership) -> None:
         # Same session is back. Re-read the epoch before acting again (never assume).
-        with translate.reads("re-reading the leader term"):
-            stat = self.conn.retry(self.conn.client.exists, self.conn.paths.epoch)
-        if stat is None or stat.version != lead.epoch:
-            self._step_down(
-                f"fenced: the term moved to {stat.version if stat else '?'} while suspended",
-                fenced=True,
-            )
+        term = current_term(self.conn)
+        if term != lead.epoch:
+            moved_to = "?" if term is None else term
+            self._step_down(f"fenced: the term moved to {moved_to} while suspended", fenced=True)
             return
         lead._resume()
         self._suspended_since = None
@@ -477,7 +445,3 @@ class ZooKeeperLeaderElection:
                 log.info("%s: leader info not released: %s", self.instance_id, exc)
         self._step_down("stopping")
         self._latch.leave(self.instance_id)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

@@ -21,6 +21,7 @@ from sparkpoint import metrics
 from sparkpoint.ha import translate
 from sparkpoint.ha.connection import ConnectionState, ZooKeeperConnection
 from sparkpoint.ha.errors import ConflictError, FencedError, HAError, PossiblyAppliedError
+from sparkpoint.ha.leadership import Leadership
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +186,23 @@ def bump_epoch(conn: ZooKeeperConnection, seen_epoch: int, payload: bytes) -> in
     return int(stat.version)
 
 
+def bump_landed(conn: ZooKeeperConnection, seen_epoch: int, nonce: str) -> int | None:
+    """After a bump from ``seen_epoch`` whose outcome is unknown: the new epoch if it was
+    ours that landed (its payload carries ``nonce``), else None."""
+    with translate.reads("re-reading the leader term"):
+        raw, stat = conn.retry(conn.client.get, conn.paths.epoch)
+    if stat.version != seen_epoch + 1 or nonce.encode() not in raw:
+        return None
+    return int(stat.version)
+
+
+def current_term(conn: ZooKeeperConnection) -> int | None:
+    """The epoch now (None if leader/epoch is gone), without creating anything."""
+    with translate.reads("re-reading the leader term"):
+        stat = conn.retry(conn.client.exists, conn.paths.epoch)
+    return None if stat is None else int(stat.version)
+
+
 def missing_parent_ops(conn: ZooKeeperConnection, path: str) -> list[Op]:
     """Create-ops for the absent ancestors of ``path``, outermost first, so they go in the
     same fenced transaction as the write that needs them."""
@@ -195,3 +213,11 @@ def missing_parent_ops(conn: ZooKeeperConnection, path: str) -> list[Op]:
             ops.insert(0, Op.create(parent, b""))
             parent = parent.rsplit("/", 1)[0]
     return ops
+
+
+class ZooKeeperLeadership(Leadership):
+    """A leadership won through ZooKeeper: carries the fence its writes go through."""
+
+    def __init__(self, epoch: int, instance_id: str, fence: Fence) -> None:
+        super().__init__(epoch, instance_id)
+        self.fence = fence

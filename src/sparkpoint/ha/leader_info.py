@@ -11,6 +11,8 @@ from kazoo.exceptions import NoNodeError
 
 from sparkpoint.ha import translate
 from sparkpoint.ha.connection import ZooKeeperConnection
+from sparkpoint.ha.errors import ConflictError
+from sparkpoint.ha.fencing import Fence, Op
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +100,21 @@ def watch_leader_info(
         on_change(LeaderInfo.from_bytes(data) if data else None)
 
     conn.client.DataWatch(conn.paths.leader_info, _watch)
+
+
+def publish_leader_info(
+    conn: ZooKeeperConnection, fence: Fence, info: bytes, *, first: bool
+) -> None:
+    """Write leader/info through the leader's ``fence``: a renewal sets it; the first
+    write of a term (or a renewal that finds it gone) replaces it with an ephemeral node."""
+    path = conn.paths.leader_info
+    if not first:
+        try:
+            fence.commit([Op.set(path, info)], "renewing leader info")
+            return
+        except ConflictError:
+            pass  # our info vanished (deleted by hand?): publish it anew
+    with translate.reads("reading leader info"):
+        existing = conn.retry(conn.client.exists, path)
+    ops = [Op.delete(path)] if existing is not None else []
+    fence.commit([*ops, Op.create(path, info, ephemeral=True)], "publishing leader info")

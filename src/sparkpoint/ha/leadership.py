@@ -98,6 +98,16 @@ class LeadershipListener(Protocol):
     def leadership_revoked(self, leadership: Leadership, reason: str) -> None: ...
 
 
+class NoListener:
+    """The listener of an election nobody listens to."""
+
+    def leadership_granted(self, leadership: Leadership) -> None:
+        """Nobody to tell."""
+
+    def leadership_revoked(self, leadership: Leadership, reason: str) -> None:
+        """Nobody to tell."""
+
+
 class LeaderElection(Protocol):
     """ZooKeeper-backed or embedded; the service sees only this."""
 

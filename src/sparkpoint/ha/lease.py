@@ -36,6 +36,15 @@ class LeaseView:
     leader_address: str = ""  # where the current leader serves (from leader/info)
     leader_renewals: int = 0  # how often the current leader renewed (from leader/info)
 
+    def takeover_reason(self, leader_gone: bool) -> str:
+        """Why a follower takes over from what it saw (``leader_gone``: its probe found
+        the leader's process gone)."""
+        if leader_gone:
+            return f"process of {self.leader_id} at {self.leader_address} is gone"
+        if self.leader_id:
+            return f"lease of {self.leader_id} lapsed {self.silent_for:.2f} s ago"
+        return "no leader"
+
 
 class LeaseWatch:
     def __init__(self, takeover_timeout_s: float, renew_interval_s: float) -> None:
@@ -115,6 +124,24 @@ class LeaseWatch:
         full = view.leader_id is not None or holder_queued
         head_start = self.takeover_timeout_s if full else min(0.1, self.renew_interval_s)
         return view.silent_for >= head_start + rank * self.renew_interval_s
+
+
+def place_in_line(
+    node: str, children: list[str], owners: list[str | None], view: LeaseView
+) -> tuple[int, bool]:
+    """``node``'s rank among the latch ``children`` (owned by ``owners``) that may take over
+    from the lease holder (-1: none), and whether the holder still has a latch node.
+
+    One place in line per instance, its newest node: a replica restarted after a kill has
+    queued again while its old node waits for its dead session to expire, and that node
+    must not take the first place from a live follower."""
+    newest = {o: c for c, o in zip(children, owners, strict=True)}
+    candidates = [
+        c for c, o in zip(children, owners, strict=True)
+        if o != view.leader_id and newest.get(o) == c
+    ]  # fmt: skip
+    holder_queued = view.holder is not None and view.holder in owners
+    return (candidates.index(node) if node in candidates else -1), holder_queued
 
 
 def take_over(

@@ -2,7 +2,7 @@
 
 A pipeline is source → key_by → a keyed stateful function → a transactional sink,
 executed on Spark in epochs and checkpointed through the coordinator (docs/architecture.md §7).
-pyspark itself is imported only where Spark is touched (the driver's loop and tasks),
+pyspark itself is imported only where Spark is touched (the epoch plan and the tasks),
 so building a pipeline and its job graph needs no JVM. Executors import this package
 to run tasks, so the channels (coordinator, HTTP client) load only when asked for.
 """
@@ -19,7 +19,8 @@ from sparkpoint.pipeline.channel import (
     RunSuperseded,
     TriggerCheckpoint,
 )
-from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
+from sparkpoint.pipeline.driver import PipelineDriver
+from sparkpoint.pipeline.driver_status import DriverStatus
 from sparkpoint.pipeline.functions import (
     Context,
     InitializationContext,

@@ -22,7 +22,7 @@ from sparkpoint.pipeline.functions import KeyedProcessFunction
 from sparkpoint.pipeline.sink import Sink
 from sparkpoint.pipeline.sources.base import Source
 from sparkpoint.pipeline.state_backend import StateBackend, default_state_backend, state_backend
-from sparkpoint.recovery import default_max_parallelism
+from sparkpoint.statefiles import default_max_parallelism
 
 
 @dataclass(frozen=True)

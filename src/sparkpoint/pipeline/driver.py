@@ -21,14 +21,9 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sparkpoint.checkpoint import (
-    CheckpointKind,
-    DistributionMode,
-    OperatorSubtaskState,
-)
+from sparkpoint.checkpoint import CheckpointKind, OperatorSubtaskState
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.channel import (
     Ack,
@@ -40,57 +35,28 @@ from sparkpoint.pipeline.channel import (
     RunSuperseded,
     TriggerCheckpoint,
 )
-from sparkpoint.pipeline.operator_state import decode_element, encode_element
-from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
+from sparkpoint.pipeline.driver_snapshots import (
+    SINK_TRANSACTIONS,
+    SOURCE_OFFSETS,
+    checkpoint_location,
+    driver_side_acks,
+    restored_elements,
+)
+from sparkpoint.pipeline.driver_status import DriverStatus
+from sparkpoint.pipeline.epoch_plan import EpochPlan
+from sparkpoint.pipeline.operator_state import decode_element
+from sparkpoint.pipeline.partitioner import KeyGroupPartitioner
 from sparkpoint.pipeline.progress import ProgressMeter
 from sparkpoint.pipeline.state_tasks import StateTasks, check_state_in_place
-from sparkpoint.pipeline.tasks import (
-    ReadTask,
-    SinkTask,
-    only_state,
-    tag_record,
-    tag_state,
-)
-from sparkpoint.recovery import SubtaskRestore, key_group_range_for_subtask
-from sparkpoint.recovery.reader import read_operator_state
-from sparkpoint.storage import DEFAULT_INLINE_THRESHOLD, filesystem_for
-from sparkpoint.storage.location import CheckpointLocation
-from sparkpoint.storage.streams import StateOutputStream
+from sparkpoint.recovery.plan import SubtaskRestore
+from sparkpoint.statefiles import key_group_range_for_subtask
+from sparkpoint.storage import DEFAULT_INLINE_THRESHOLD
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-
-SOURCE_OFFSETS = "offsets"
-SINK_TRANSACTIONS = "transactions"
-
-
-@dataclass
-class DriverStatus:
-    """What the loop has done so far (for progress displays and tests)."""
-
-    epoch: int = 0
-    records: int = 0
-    started: float = field(default_factory=time.monotonic)
-    restored_from: int | None = None
-    last_completed: int | None = None
-    completed: list[int] = field(default_factory=list)
-    aborted: list[tuple[int, str]] = field(default_factory=list)
-    acknowledged: list[int] = field(default_factory=list)
-    declined: list[tuple[int, str]] = field(default_factory=list)
-    savepoints: dict[int, str] = field(default_factory=dict)
-    finished: bool = False
-    #: This run's id, as the coordinator issued it at registration.
-    run_id: str | None = None
-    #: Why the coordinator refused this run (a newer run registered); the loop stopped.
-    superseded: str | None = None
-
-    @property
-    def records_per_second(self) -> float:
-        elapsed = time.monotonic() - self.started
-        return self.records / elapsed if elapsed > 0 else 0.0
 
 
 class PipelineDriver:
@@ -102,7 +68,8 @@ class PipelineDriver:
     >>> driver.finish()          # a last checkpoint, so every output is committed
 
     ``lineage_limit``: after this many epochs without a snapshot the state RDD's lineage
-    is cut with Spark's local checkpoint (snapshots cut it durably, see ``_checkpoint``).
+    is cut with Spark's local checkpoint (snapshots cut it durably, see ``_checkpoint``;
+    the Spark jobs themselves are in ``epoch_plan``).
 
     ``standby``: :meth:`start` registers a warm standby run of the job (the service only),
     warms Spark up and waits until the coordinator grants it the job — the active run went
@@ -130,23 +97,22 @@ class PipelineDriver:
         self._restore_from = restore_from
         self._inline_threshold = inline_threshold
         self._on_epoch = on_epoch
-        self._lineage_limit = lineage_limit
         self._standby = standby
-        self._epochs_since_reload = 0
         self._p = pipeline.parallelism
         self._m = pipeline.effective_max_parallelism
-        # ONE partitioner object for every partitionBy of this run (see partitioner.py).
-        self.partitioner = KeyGroupPartitioner(self._p, self._m)
-        self._run_id = secrets.token_hex(4)
+        #: A random tag of this driver process (not the coordinator's run id): it names
+        #: the process's sink files and local state stores apart from any other's.
+        self._process_tag = secrets.token_hex(4)
         self._state_tasks = StateTasks(
             pipeline.state_backend,
             self.graph.job_id,
-            self._run_id,
+            self._process_tag,
             pipeline.process_uid,
             self._p,
             self._m,
         )
         check_state_in_place(self.sc.getConf(), pipeline.state_backend)
+        self._plan = EpochPlan(self.sc, pipeline, self._state_tasks, lineage_limit)
         self._source = pipeline.source_op
         self._sink = pipeline.sink_op
         assert self._source is not None and self._sink is not None
@@ -155,17 +121,27 @@ class PipelineDriver:
         self._function_notices: list[tuple[str, int]] = []
         self._stop_savepoint: int | None = None
         self._stopped = False
-        self.state: RDD[Any] | None = None
-        self._cached: list[RDD[Any]] = []
-        self.last_union: RDD[Any] | None = None
         self._meter = ProgressMeter()
+
+    @property
+    def state(self) -> RDD[Any] | None:
+        """The state RDD: after an epoch, the state it made; after a snapshot, read back."""
+        return self._plan.state
+
+    @property
+    def last_union(self) -> RDD[Any] | None:
+        return self._plan.last_union
+
+    @property
+    def partitioner(self) -> KeyGroupPartitioner:
+        return self._plan.partitioner
 
     # -- start and restore ------------------------------------------------------------
 
     def start(self) -> Restored | None:
         self.status.run_id = self.channel.register(self.graph, standby=self._standby)
         if self._standby:
-            self._warm_up()
+            self._plan.warm_up()
             log.info("job %s: standby run %s waiting", self.graph.job_id, self.status.run_id)
             # Acted on at the first poll, once restored (a completion commits the sink).
             self._granted_notices = self.channel.wait_for_grant()
@@ -173,7 +149,7 @@ class PipelineDriver:
         restored = self.channel.restore(self.graph, self._restore_from)
         if restored is None:
             self._sink.restore([])  # no checkpoint owns any earlier transaction
-            self.state = self._load_state(
+            self._plan.load_state(
                 tuple(
                     SubtaskRestore(i, key_group_range_for_subtask(self._m, self._p, i))
                     for i in range(self._p)
@@ -182,10 +158,10 @@ class PipelineDriver:
             return None
         plan = restored.plan
         uid = self.pipeline
-        source_elements = self._operator_elements(plan, uid.source_uid, SOURCE_OFFSETS)
+        source_elements = restored_elements(plan, uid.source_uid, SOURCE_OFFSETS)
         self._source.restore(dict(decode_element(e) for e in source_elements))
-        self._sink.restore(self._operator_elements(plan, uid.sink_uid, SINK_TRANSACTIONS))
-        self.state = self._load_state(plan.operators[uid.process_uid].subtasks)
+        self._sink.restore(restored_elements(plan, uid.sink_uid, SINK_TRANSACTIONS))
+        self._plan.load_state(plan.operators[uid.process_uid].subtasks)
         self._state_tasks.restored(plan.operators[uid.process_uid].subtasks)
         self.status.restored_from = restored.checkpoint_id
         log.info(
@@ -196,48 +172,6 @@ class PipelineDriver:
             self._p,
         )
         return restored
-
-    def _warm_up(self) -> None:
-        """One small job on every partition: executors are up and their Python workers
-        have imported sparkpoint before the standby is needed."""
-        self.sc.parallelize([(Slot(i), None) for i in range(self._p)], self._p).partitionBy(
-            self._p, self.partitioner
-        ).count()
-
-    @staticmethod
-    def _operator_elements(plan: Any, uid: str, name: str) -> list[bytes]:
-        if uid not in plan.operators:
-            return []
-        elements: list[bytes] = []
-        for subtask in plan.operators[uid].subtasks:
-            elements.extend(read_operator_state(subtask.operator).get(name, []))
-        return elements
-
-    def _load_state(
-        self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...] = ()
-    ) -> RDD[Any]:
-        """The state RDD read from ``subtasks``' handles, carrying the partitioner:
-        P marker records are partitioned (a shuffle of P tiny records), then each
-        partition reads its own subtask's files in place (``keep``: the on-disk backend's
-        stores that a snapshot was just taken from, kept where still current)."""
-        from pyspark import StorageLevel
-
-        markers = self.sc.parallelize([(Slot(i), None) for i in range(self._p)], self._p)
-        state = markers.partitionBy(self._p, self.partitioner).mapPartitionsWithIndex(
-            self._state_tasks.load(subtasks, keep), preservesPartitioning=True
-        )
-        self._epochs_since_reload = 0
-        return self._keep(state.persist(StorageLevel.MEMORY_AND_DISK))
-
-    def _keep(self, rdd: RDD[Any]) -> RDD[Any]:
-        self._cached.append(rdd)
-        return rdd
-
-    def _release_older_than(self, keep: int) -> None:
-        """Unpersist all but the newest ``keep`` cached RDDs (they were materialised by
-        the job that just ran, so nothing needs the older ones any more)."""
-        while len(self._cached) > keep:
-            self._cached.pop(0).unpersist()
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -312,54 +246,29 @@ class PipelineDriver:
         return True
 
     def _run_epoch(self, ranges: list[Any], trigger: TriggerCheckpoint | None) -> None:
-        from pyspark import StorageLevel
-
-        assert self.state is not None and self._source is not None
+        assert self._source is not None and self._sink is not None
         epoch = self.status.epoch + 1
-        function = self.pipeline.function
-        assert function is not None and self.pipeline.key_selector is not None
-        records = (
-            self.sc.parallelize(ranges, max(1, len(ranges)))
-            .mapPartitions(ReadTask(self._source.reader(), self.pipeline.key_selector))
-            .partitionBy(self._p, self.partitioner)
-        )
-        union = self.state.mapValues(tag_state).union(records.mapValues(tag_record))
-        self.last_union = union
         notices, self._function_notices = tuple(self._function_notices), []
-        task = self._state_tasks.epoch(
-            function, epoch, notices, trigger.checkpoint_id if trigger else None
+        written = self._plan.run_epoch(
+            ranges,
+            self._source.reader(),
+            epoch,
+            notices,
+            trigger.checkpoint_id if trigger else None,
+            self._sink.writer(self._process_tag, epoch),
         )
-        result = union.mapPartitionsWithIndex(task, preservesPartitioning=True)
-        result = result.persist(StorageLevel.MEMORY_AND_DISK)
-        writer = self._sink.writer(self._run_id, epoch)
-        written = result.mapPartitionsWithIndex(SinkTask(writer)).collect()
-        # The new state is computed from the cached result by whichever job needs it
-        # next (the snapshot or the next epoch), and cached then.
-        self.state = result.mapPartitions(only_state, preservesPartitioning=True).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
-        self._epochs_since_reload += 1
-        if self._epochs_since_reload >= self._lineage_limit:
-            # No snapshot for a while (checkpointing off, or a long interval): every
-            # epoch adds to the lineage Spark serialises with each task, which ends in a
-            # StackOverflowError. Cut it on the executors. A lost executor then fails
-            # the job, and a restart restores the last completed checkpoint.
-            self.state.localCheckpoint()
-            self._epochs_since_reload = 0
         self._source.advance(ranges)
         self._sink.epoch_written(f for f, _ in written if f is not None)
         self.status.epoch = epoch
         self.status.records += sum(n for _, n in written)
-        self._keep(result)
-        self._keep(self.state)
         if trigger is None:
             trigger = self._trigger_arrived_meanwhile()
             if trigger is not None:
-                self._apply_snapshot_hook(trigger, epoch)
+                self._plan.apply_snapshot_hook(epoch, trigger.checkpoint_id)
         if trigger is not None:
             self._checkpoint(trigger)
         # Keep the state just made and what it is computed from until the next job.
-        self._release_older_than(3)
+        self._plan.cache.release_older_than(3)
         if self._on_epoch is not None:
             self._on_epoch(self.status)
 
@@ -374,42 +283,13 @@ class PipelineDriver:
             return None
         return self._triggers.pop(0)
 
-    def _apply_snapshot_hook(self, trigger: TriggerCheckpoint, epoch: int) -> None:
-        """The function's ``snapshot_state`` for a checkpoint taken after its epoch ran:
-        one pass over each subtask's state, as an epoch without records would make it
-        (narrow: the state keeps its partitioning, nothing is shuffled)."""
-        from pyspark import StorageLevel
-
-        assert self.state is not None and self.pipeline.function is not None
-        task = self._state_tasks.epoch(self.pipeline.function, epoch, (), trigger.checkpoint_id)
-        hooked = self.state.mapValues(tag_state).mapPartitionsWithIndex(
-            task, preservesPartitioning=True
-        )
-        self.state = self._keep(
-            hooked.mapPartitions(only_state, preservesPartitioning=True).persist(
-                StorageLevel.MEMORY_AND_DISK
-            )
-        )
-
-    def _location(self, trigger: TriggerCheckpoint) -> CheckpointLocation:
-        savepoint = trigger.kind is CheckpointKind.SAVEPOINT
-        return CheckpointLocation(
-            filesystem_for(trigger.directory),
-            trigger.directory,
-            self.graph.job_id,
-            None if savepoint else trigger.checkpoint_id,
-            savepoint,
-            self._inline_threshold,
-        )
-
     def _checkpoint(self, trigger: TriggerCheckpoint) -> None:
-        assert self.state is not None and self._source is not None and self._sink is not None
+        assert self._source is not None and self._sink is not None
         cid = trigger.checkpoint_id
-        location = self._location(trigger)
+        location = checkpoint_location(trigger, self.graph.job_id, self._inline_threshold)
         self._sink.pre_commit(cid)
         self._source.snapshot_state(cid)
-        snapshot = self._state_tasks.snapshot(location)
-        collected = self.state.mapPartitionsWithIndex(snapshot).collect()
+        collected = self._plan.snapshot(location)
         results = {i: state for i, state, _ in collected}
         tokens = {i: token for i, _, token in collected}
         declined = [(i, r) for i, r in sorted(results.items()) if isinstance(r, str)]
@@ -427,7 +307,14 @@ class PipelineDriver:
             for i, state in sorted(results.items())
             if isinstance(state, OperatorSubtaskState)
         ]
-        acks += self._driver_side_acks(location)
+        acks += driver_side_acks(
+            location,
+            self._source,
+            self.pipeline.source_uid,
+            self._sink,
+            self.pipeline.sink_uid,
+            self._p,
+        )
         if trigger.stop:
             self._stop_savepoint = cid
         try:
@@ -448,7 +335,7 @@ class PipelineDriver:
             self.status.savepoints[cid] = trigger.directory
         # Re-read the state from the snapshot just written: bounds the lineage.
         keyed = {i: s for i, s in results.items() if isinstance(s, OperatorSubtaskState)}
-        self.state = self._load_state(
+        self._plan.load_state(
             tuple(
                 SubtaskRestore(
                     i,
@@ -463,24 +350,8 @@ class PipelineDriver:
         # Read it back now, while the files are the ones just written, not lazily in the
         # next epoch: the live state then never waits on HDFS (a DataNode lost later
         # takes only the checkpoint's copy, not the pipeline's state with it).
-        self.state.count()
-
-    def _driver_side_acks(self, location: CheckpointLocation) -> list[Ack]:
-        """Source offsets and sink transactions, one operator-state stream per subtask."""
-        assert self._source is not None and self._sink is not None
-        offsets = sorted(self._source.offsets().items())
-        source_parts: list[list[bytes]] = [[] for _ in range(self._p)]
-        for n, item in enumerate(offsets):
-            source_parts[n % self._p].append(encode_element(item))
-        sink_parts = self._sink.snapshot(self._p)
-        acks: list[Ack] = []
-        for uid, name, parts in (
-            (self.pipeline.source_uid, SOURCE_OFFSETS, source_parts),
-            (self.pipeline.sink_uid, SINK_TRANSACTIONS, sink_parts),
-        ):
-            for i, elements in enumerate(parts):
-                acks.append((uid, i, _write_operator_state(location, uid, i, name, elements)))
-        return acks
+        assert self._plan.state is not None
+        self._plan.state.count()
 
     # -- running to an end ------------------------------------------------------------
 
@@ -536,22 +407,7 @@ class PipelineDriver:
 
     def close(self) -> None:
         """Release the run (a standby may take over at once) and the channel."""
-        for rdd in self._cached:
-            rdd.unpersist()
-        self._cached.clear()
+        self._plan.cache.release_all()
         if not self.superseded:
             self.channel.release()
         self.channel.close()
-
-
-def _write_operator_state(
-    location: CheckpointLocation, uid: str, subtask: int, name: str, elements: list[bytes]
-) -> OperatorSubtaskState:
-    from sparkpoint.recovery.statefile import OperatorStateWriter
-
-    stream: StateOutputStream = location.state_output(uid, subtask, 0)
-    writer = OperatorStateWriter(stream)
-    writer.declare(name, DistributionMode.SPLIT_DISTRIBUTE)
-    for element in elements:
-        writer.add(name, DistributionMode.SPLIT_DISTRIBUTE, element)
-    return OperatorSubtaskState(operator=(writer.handle(stream.close_and_get_handle()),))

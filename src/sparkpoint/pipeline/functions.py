@@ -27,7 +27,7 @@ from sparkpoint.pipeline.operator_state import (
     OperatorListStateDescriptor,
     OperatorStateStore,
 )
-from sparkpoint.recovery.keys import Key
+from sparkpoint.statefiles.keys import Key
 
 V = TypeVar("V")
 K = TypeVar("K")

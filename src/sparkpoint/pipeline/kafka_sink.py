@@ -119,7 +119,7 @@ class KafkaSink:
     def bind(self, job_id: str, operator_uid: str) -> None:
         self.transactional_id = f"sparkpoint-{job_id}-{operator_uid}"
 
-    def writer(self, run_id: str, epoch: int) -> CollectingWriter:
+    def writer(self, process_tag: str, epoch: int) -> CollectingWriter:
         return CollectingWriter()
 
     def epoch_written(self, outputs: Iterable[EpochOutput]) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sparkpoint.recovery.keys import Key
+from sparkpoint.statefiles.keys import Key
 
 V = TypeVar("V")
 K = TypeVar("K")

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparkpoint.recovery.keygroups import (
-    check_parallelism,
-    key_group_for_key,
-    subtask_for_key_group,
-)
-from sparkpoint.recovery.keys import Key
+from sparkpoint.checkpoint.keygroups import check_parallelism
+from sparkpoint.statefiles.keygroups import key_group_for_key, subtask_for_key_group
+from sparkpoint.statefiles.keys import Key
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +35,7 @@ class KeyGroupPartitioner:
     """
 
     def __init__(self, parallelism: int, max_parallelism: int) -> None:
-        check_parallelism(max_parallelism, parallelism)
+        check_parallelism(parallelism, max_parallelism)
         self.parallelism = parallelism
         self.max_parallelism = max_parallelism
 

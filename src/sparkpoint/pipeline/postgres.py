@@ -167,12 +167,3 @@ class PostgresSink(TwoPhaseCommitSink[OpenTransaction, PreparedTransaction]):
                 log.warning("PostgreSQL unavailable during %s (%s); retrying", what, exc)
                 time.sleep(wait)  # backoff between reconnects to a restarting server
                 wait = min(2.0, wait * 2)
-
-    def count_rows(self) -> int:
-        """Committed rows in the table (for checks and the demo)."""
-        with psycopg.connect(self.conninfo) as conn:
-            query = sql.SQL("SELECT count(*) FROM {}").format(
-                sql.Identifier(*self.table.split("."))
-            )
-            row = conn.execute(query).fetchone()
-        return int(row[0]) if row else 0

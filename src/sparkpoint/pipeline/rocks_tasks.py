@@ -40,30 +40,30 @@ from sparkpoint.pipeline.tasks import (
     write_operator_snapshot,
     write_snapshot,
 )
-from sparkpoint.recovery.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
-from sparkpoint.recovery.keys import canonical_key_bytes
 from sparkpoint.recovery.plan import SubtaskRestore
+from sparkpoint.statefiles.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
+from sparkpoint.statefiles.keys import canonical_key_bytes
 from sparkpoint.storage.location import CheckpointLocation
 
 
 @dataclass(frozen=True, slots=True)
 class StorePlace:
-    """Where the stores of one driver run live on a host:
-    ``<root>/sparkpoint-state/<job>/<run>/<operator uid>/<subtask>``, root ``local_dir``
+    """Where the stores of one driver process live on a host:
+    ``<root>/sparkpoint-state/<job>/<process tag>/<operator uid>/<subtask>``, root ``local_dir``
     or the system's temporary directory. Per host, not per executor: Spark's placement of
     an epoch's task follows its state partition to the host (the union of state and
     records prefers hosts, not executors), so any executor of that host finds the store.
     RocksDB's lock file keeps two processes from opening it at once."""
 
     job_id: str
-    run_id: str
+    process_tag: str
     operator_uid: str
     settings: StoreSettings
     local_dir: str | None = None
 
     def path(self, index: int) -> Path:
         root = Path(self.local_dir or tempfile.gettempdir(), "sparkpoint-state")
-        return root / self.job_id / self.run_id / self.operator_uid / str(index)
+        return root / self.job_id / self.process_tag / self.operator_uid / str(index)
 
     def open(self, token: StoreToken) -> SubtaskStore:
         store = SubtaskStore.open_existing(self.path(token.index), self.settings)

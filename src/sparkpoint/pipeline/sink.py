@@ -34,14 +34,14 @@ _IN_PROGRESS_NAME = re.compile(r"^[0-9a-f]+-[0-9]{8}-[0-9]{5}\.jsonl$")
 
 class Sink(Protocol):
     """What the driver calls on a sink (see also pipeline/two_phase.py). Phase one:
-    ``writer(run, epoch)`` is shipped to the executors, its ``write(partition, outputs)``
+    ``writer(process_tag, epoch)`` is shipped to the executors, its ``write(partition, outputs)``
     results come back to ``epoch_written``. Phase two: ``pre_commit`` at a snapshot,
     ``snapshot`` for the checkpoint's operator state, ``commit_up_to`` on completion,
     ``restore`` with the restored checkpoint's elements (none on a fresh start)."""
 
     def bind(self, job_id: str, operator_uid: str) -> None: ...
 
-    def writer(self, run_id: str, epoch: int) -> Any: ...
+    def writer(self, process_tag: str, epoch: int) -> Any: ...
 
     def epoch_written(self, outputs: Iterable[Any]) -> None: ...
 
@@ -77,7 +77,8 @@ class SinkWriter:
     """The executor side for one epoch (picklable)."""
 
     directory: str
-    run_id: str
+    #: The driver process's random tag: files of two processes never collide.
+    process_tag: str
     epoch: int
     serialize: Callable[[Any], str] = to_json_line
 
@@ -87,8 +88,8 @@ class SinkWriter:
             return None
         base = parse(self.directory)
         stem = f"{self.epoch:08d}-{partition:05d}"
-        in_progress = str(base.child(IN_PROGRESS_DIR).child(f"{self.run_id}-{stem}.jsonl"))
-        final = str(base.child(f"part-{stem}-{self.run_id}.jsonl"))
+        in_progress = str(base.child(IN_PROGRESS_DIR).child(f"{self.process_tag}-{stem}.jsonl"))
+        final = str(base.child(f"part-{stem}-{self.process_tag}.jsonl"))
         fs = filesystem_for(in_progress)
         if not fs.exists(in_progress):
             # A concurrent attempt of the same task may have written the same bytes.
@@ -114,8 +115,8 @@ class TransactionalFileSink:
     def bind(self, job_id: str, operator_uid: str) -> None:
         """File names carry the run id, not the job: nothing to bind."""
 
-    def writer(self, run_id: str, epoch: int) -> SinkWriter:
-        return SinkWriter(self.directory, run_id, epoch, self.serialize)
+    def writer(self, process_tag: str, epoch: int) -> SinkWriter:
+        return SinkWriter(self.directory, process_tag, epoch, self.serialize)
 
     def epoch_written(self, files: Iterable[PendingFile]) -> None:
         self._open.extend(files)

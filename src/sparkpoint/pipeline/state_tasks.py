@@ -27,7 +27,7 @@ class StateTasks:
         self,
         backend: StateBackend,
         job_id: str,
-        run_id: str,
+        process_tag: str,
         operator_uid: str,
         parallelism: int,
         max_parallelism: int,
@@ -45,7 +45,7 @@ class StateTasks:
             from sparkpoint.pipeline.rocks_tasks import StorePlace
 
             self._place = StorePlace(
-                job_id, run_id, operator_uid, backend.settings, backend.local_dir
+                job_id, process_tag, operator_uid, backend.settings, backend.local_dir
             )
 
     def epoch(

@@ -32,11 +32,11 @@ from sparkpoint.pipeline.operator_state import OperatorStateStore, decode_elemen
 from sparkpoint.pipeline.partitioner import Slot
 from sparkpoint.pipeline.sink import PendingFile, SinkWriter
 from sparkpoint.pipeline.sources.base import EpochRange, SplitReader
-from sparkpoint.recovery.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
-from sparkpoint.recovery.keys import canonical_key_bytes, decode_key
 from sparkpoint.recovery.plan import SubtaskRestore
 from sparkpoint.recovery.reader import read_operator_state, read_subtask_keyed_state
-from sparkpoint.recovery.statefile import KeyedStateWriter, OperatorStateWriter
+from sparkpoint.statefiles.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
+from sparkpoint.statefiles.keys import canonical_key_bytes, decode_key
+from sparkpoint.statefiles.writers import KeyedStateWriter, OperatorStateWriter
 from sparkpoint.storage.location import CheckpointLocation
 
 #: Tags of the union of state and records (the value side of each pair).

@@ -90,7 +90,7 @@ class TwoPhaseCommitSink(ABC, Generic[T, P]):
         """The job and operator the transaction ids are made of."""
         self.job_id, self.operator_uid = job_id, operator_uid
 
-    def writer(self, run_id: str, epoch: int) -> CollectingWriter:
+    def writer(self, process_tag: str, epoch: int) -> CollectingWriter:
         return CollectingWriter()
 
     def epoch_written(self, outputs: Iterable[EpochOutput]) -> None:

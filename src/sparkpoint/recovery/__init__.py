@@ -5,8 +5,9 @@ Loading (``recovery.loading``) and reading state files (``recovery.reader``) are
 steps, so the planner can run anywhere and tasks read only their share.
 
 ``recovery.loading`` (storage, metrics) and ``recovery.reader`` (storage) are not
-imported here: Spark executors import ``recovery.statefile`` to write snapshots, and
-importing it runs this module, which must stay light.
+imported here, so the planner stays light. The state format executors write (keys, key
+groups, stream writers) is ``sparkpoint.statefiles``, below this package: writing a
+snapshot imports nothing of recovery.
 """
 
 from sparkpoint.recovery.assignment import plan_restore
@@ -19,19 +20,11 @@ from sparkpoint.recovery.errors import (
     StateFileError,
     Violation,
 )
-from sparkpoint.recovery.keygroups import (
-    default_max_parallelism,
-    key_group_for_key,
-    key_group_range_for_subtask,
-    subtask_for_key_group,
-)
-from sparkpoint.recovery.keys import KeyEncodingError, canonical_key_bytes, decode_key
 from sparkpoint.recovery.plan import OperatorRestore, RestorePlan, SubtaskRestore
 from sparkpoint.recovery.validation import ValidationResult, validate_restore
 
 __all__ = [
     "CheckpointLoadError",
-    "KeyEncodingError",
     "NoRestorableCheckpointError",
     "OperatorRestore",
     "RestoreError",
@@ -42,12 +35,6 @@ __all__ = [
     "SubtaskRestore",
     "ValidationResult",
     "Violation",
-    "canonical_key_bytes",
-    "decode_key",
-    "default_max_parallelism",
-    "key_group_for_key",
-    "key_group_range_for_subtask",
     "plan_restore",
-    "subtask_for_key_group",
     "validate_restore",
 ]

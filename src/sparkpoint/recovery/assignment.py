@@ -37,9 +37,9 @@ from sparkpoint.checkpoint import (
     StateMetaInfo,
     StreamStateHandle,
 )
-from sparkpoint.recovery.keygroups import key_group_range_for_subtask, subtask_for_key_group
 from sparkpoint.recovery.plan import OperatorRestore, RestorePlan, SubtaskRestore
 from sparkpoint.recovery.validation import has_keyed_state, validate_restore
+from sparkpoint.statefiles.keygroups import key_group_range_for_subtask, subtask_for_key_group
 
 _T = TypeVar("_T")
 

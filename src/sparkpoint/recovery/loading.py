@@ -22,7 +22,7 @@ from sparkpoint.checkpoint import (
     CompletedCheckpoint,
     InvalidCheckpointValue,
 )
-from sparkpoint.metadata import MetadataError, decode_metadata, metadata_checksum
+from sparkpoint.metadata import MetadataError
 from sparkpoint.metrics import RESTORE_FALLBACKS, RESTORES
 from sparkpoint.recovery.errors import CheckpointLoadError, NoRestorableCheckpointError
 from sparkpoint.storage import METADATA_FILE_NAME, CheckpointStorage, FileNotFound, StorageError
@@ -69,18 +69,6 @@ class LoadedCheckpoint:
         return text
 
 
-def _read(
-    storage: CheckpointStorage, metadata_uri: str, expected_checksum: str = ""
-) -> CompletedCheckpoint:
-    data = storage.filesystem(metadata_uri).read(metadata_uri)
-    if expected_checksum and metadata_checksum(data) != expected_checksum:
-        raise CheckpointLoadError(
-            f"{metadata_uri}: checksum {metadata_checksum(data)} differs from "
-            f"{expected_checksum} recorded when the checkpoint completed"
-        )
-    return decode_metadata(data, source=metadata_uri, base_dir=str(parse(metadata_uri).parent))
-
-
 def load_checkpoint(storage: CheckpointStorage, pointer: str) -> LoadedCheckpoint:
     """Load the checkpoint or savepoint at ``pointer`` (see the module docstring).
 
@@ -91,7 +79,7 @@ def load_checkpoint(storage: CheckpointStorage, pointer: str) -> LoadedCheckpoin
     """
     try:
         metadata_uri = storage.resolve_metadata_uri(pointer)
-        return LoadedCheckpoint(_read(storage, metadata_uri), metadata_uri)
+        return LoadedCheckpoint(storage.read_metadata(metadata_uri), metadata_uri)
     except FileNotFound as exc:
         candidates = _checkpoint_dirs(storage, pointer)
         if not candidates:
@@ -108,20 +96,13 @@ def load_checkpoint(storage: CheckpointStorage, pointer: str) -> LoadedCheckpoin
 
 def _checkpoint_dirs(storage: CheckpointStorage, pointer: str) -> list[tuple[int, str]]:
     """Complete ``chk-<id>`` directories directly under ``pointer``, newest first (a job
-    directory). One without `_metadata` is in progress or aborted (`_metadata` is written
-    last), never a completed checkpoint, so it is not a candidate at all."""
-    fs = storage.filesystem(pointer)
+    directory). One without `_metadata` is in progress or aborted, never a completed
+    checkpoint, so it is not a candidate at all."""
     try:
-        entries = fs.list(pointer)
+        found = storage.checkpoint_dirs_under(pointer, completed_only=True)
     except StorageError:
         return []
-    found = []
-    for entry in entries:
-        name = entry.name
-        complete = entry.is_dir and name.startswith("chk-") and name[4:].isdigit()
-        if complete and fs.exists(str(parse(entry.path).child(METADATA_FILE_NAME))):
-            found.append((int(name[4:]), entry.path))
-    return sorted(found, reverse=True)
+    return [(cid, str(directory)) for cid, directory in reversed(found)]
 
 
 def load_latest_checkpoint(
@@ -152,7 +133,7 @@ def _first_readable(
     skipped: list[SkippedCheckpoint] = []
     for checkpoint_id, metadata_uri, checksum in candidates:
         try:
-            checkpoint = _read(storage, metadata_uri, checksum)
+            checkpoint = storage.read_metadata(metadata_uri, checksum)
             if checkpoint.checkpoint_id != checkpoint_id:
                 raise CheckpointLoadError(
                     f"{metadata_uri}: holds checkpoint {checkpoint.checkpoint_id}, "

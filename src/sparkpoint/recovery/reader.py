@@ -20,10 +20,10 @@ from sparkpoint.checkpoint import (
     StreamStateHandle,
 )
 from sparkpoint.recovery.errors import StateFileError
-from sparkpoint.recovery.keygroups import key_group_for_key_bytes
-from sparkpoint.recovery.keys import Key, KeyEncodingError, decode_key_from
 from sparkpoint.recovery.plan import SubtaskRestore
-from sparkpoint.recovery.statefile import GROUP_HEADER, GROUP_MAGIC, U32
+from sparkpoint.statefiles.keygroups import key_group_for_key_bytes
+from sparkpoint.statefiles.keys import Key, KeyEncodingError, decode_key_from
+from sparkpoint.statefiles.writers import GROUP_HEADER, GROUP_MAGIC, U32
 from sparkpoint.storage.errors import StorageError
 
 #: Consecutive key groups are fetched together up to this many bytes per read: few round

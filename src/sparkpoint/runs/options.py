@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sparkpoint.coordinator import OPTION_KEYS, CheckpointingOptions, InvalidOptionError
+from sparkpoint.config import ConfigError
+from sparkpoint.coordinator import OPTION_KEYS, CheckpointingOptions
 
 _BY_KEY = {key: name for name, key in OPTION_KEYS.items()}
 
 
 def job_options(defaults: Mapping[str, int], config: Mapping[str, Any]) -> CheckpointingOptions:
     """``config`` may use field names (``interval_ms``) or Flink keys; what it leaves out
-    comes from ``defaults`` (field names). Raises InvalidOptionError naming the key."""
+    comes from ``defaults`` (field names). Raises ConfigError naming the key."""
     if not isinstance(config, Mapping):
-        raise InvalidOptionError("checkpoint_config", config, "must be an object of options")
+        raise ConfigError("checkpoint_config", config, "must be an object of options")
     CheckpointingOptions.from_dict(config)  # unknown keys, duplicates, bad values: refused
     named = {(key if key in OPTION_KEYS else _BY_KEY[key]): value for key, value in config.items()}
     return CheckpointingOptions(**{**defaults, **named})

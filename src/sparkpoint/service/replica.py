@@ -50,8 +50,7 @@ class Replica:
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._worker: threading.Thread | None = None
-        defaults = config.checkpointing.option_defaults()
-        self._option_defaults = {**defaults, "max_retained": config.store.max_retained}
+        self._option_defaults = config.job_option_defaults()
 
     # --- lifecycle --------------------------------------------------------------------
 

@@ -176,6 +176,8 @@ class StatusReader:
 
     def _metadata(self, pointer: CheckpointPointer) -> dict[str, Any]:
         try:
-            return describe_checkpoint(self._storage.read_metadata(pointer.metadata_uri))
+            return describe_checkpoint(
+                self._storage.read_metadata(pointer.metadata_uri, pointer.metadata_checksum)
+            )
         except (StorageError, MetadataError) as exc:
             return {"error": str(exc)}

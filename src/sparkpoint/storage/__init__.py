@@ -1,5 +1,7 @@
-"""Checkpoint storage on the local disk and on HDFS (WebHDFS): filesystems, the
-directory layout, state streams, atomic `_metadata` commits, discard and orphans.
+"""Checkpoint storage on the local disk and on HDFS (WebHDFS): filesystems and layout.
+
+Filesystems, the directory layout, state streams, atomic `_metadata` commits, reading
+`_metadata` back, discard and orphans.
 
 The only package that imports ``hdfs``.
 """

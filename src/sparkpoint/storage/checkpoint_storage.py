@@ -160,10 +160,11 @@ class CheckpointStorage:
     def resolve_metadata_uri(self, pointer: str) -> str:
         return reading.resolve_metadata_uri(self.filesystem(pointer), pointer)
 
-    def read_metadata(self, pointer: str) -> CompletedCheckpoint:
+    def read_metadata(self, pointer: str, expected_checksum: str = "") -> CompletedCheckpoint:
         """The checkpoint at ``pointer`` (a ``chk-<id>`` directory, a savepoint directory
-        or a `_metadata` file; local or HDFS). MetadataError if the file is damaged."""
-        return reading.read_metadata(self.filesystem(pointer), pointer)
+        or a `_metadata` file; local or HDFS). MetadataError if the file is damaged or
+        differs from ``expected_checksum`` (a store pointer's ``metadata_checksum``)."""
+        return reading.read_metadata(self.filesystem(pointer), pointer, expected_checksum)
 
     def verify(self, checkpoint: CompletedCheckpoint) -> list[FileCheck]:
         """Does every file the checkpoint refers to exist with its recorded size?"""
@@ -172,23 +173,34 @@ class CheckpointStorage:
     def list_checkpoints(self, job_id: str, *, completed_only: bool = False) -> list[int]:
         """Ids of the job's ``chk-<id>`` directories, ascending; with ``completed_only``
         only those whose `_metadata` exists."""
-        ids = []
-        for checkpoint_id, directory in self._checkpoint_dirs(job_id):
-            if not completed_only or self._fs.exists(str(directory.child(METADATA_FILE_NAME))):
-                ids.append(checkpoint_id)
-        return ids
+        directory = self.job_directory(job_id)
+        return [
+            cid for cid, _ in self.checkpoint_dirs_under(directory, completed_only=completed_only)
+        ]
 
-    def _checkpoint_dirs(self, job_id: str) -> list[tuple[int, Uri]]:
+    def checkpoint_dirs_under(
+        self, directory: str, *, completed_only: bool = False
+    ) -> list[tuple[int, Uri]]:
+        """The ``chk-<id>`` directories directly under ``directory`` (a job's directory,
+        here or anywhere), ascending by id; with ``completed_only`` only those whose
+        `_metadata` exists (it is written last: one without is in progress or aborted)."""
+        fs = self.filesystem(directory)
         try:
-            entries = self._fs.list(self.job_directory(job_id))
+            entries = fs.list(directory)
         except FileNotFound:
             return []
         found = []
         for entry in entries:
             match = _CHECKPOINT_DIR.match(entry.name)
-            if entry.is_dir and match:
-                found.append((int(match.group(1)), parse(entry.path)))
+            if not (entry.is_dir and match):
+                continue
+            path = parse(entry.path)
+            if not completed_only or fs.exists(str(path.child(METADATA_FILE_NAME))):
+                found.append((int(match.group(1)), path))
         return sorted(found)
+
+    def _checkpoint_dirs(self, job_id: str) -> list[tuple[int, Uri]]:
+        return self.checkpoint_dirs_under(self.job_directory(job_id))
 
     # -- deleting -------------------------------------------------------------------
 

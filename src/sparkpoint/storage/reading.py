@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkpoint.checkpoint import CompletedCheckpoint
-from sparkpoint.metadata import decode_metadata, metadata_checksum
+from sparkpoint.metadata import MetadataError, decode_metadata, metadata_checksum
 from sparkpoint.storage.errors import FileNotFound
 from sparkpoint.storage.filesystem import FileSystem
 from sparkpoint.storage.location import METADATA_FILE_NAME
@@ -29,11 +29,22 @@ def resolve_metadata_uri(fs: FileSystem, pointer: str) -> str:
     return str(uri.child(METADATA_FILE_NAME)) if status.is_dir else str(uri)
 
 
-def read_metadata(fs: FileSystem, pointer: str) -> CompletedCheckpoint:
-    """Read and decode; relative paths (savepoints) resolve against where the file is."""
-    uri = resolve_metadata_uri(fs, pointer)
+def read_metadata(fs: FileSystem, pointer: str, expected_checksum: str = "") -> CompletedCheckpoint:
+    """Read and decode; relative paths (savepoints) resolve against where the file is.
+    ``expected_checksum``: what the store recorded when the checkpoint completed (empty:
+    nothing recorded); a file that differs raises :class:`MetadataError`."""
+    return _read(fs, resolve_metadata_uri(fs, pointer), expected_checksum)[1]
+
+
+def _read(fs: FileSystem, uri: str, expected_checksum: str) -> tuple[bytes, CompletedCheckpoint]:
     data = fs.read(uri)
-    return decode_metadata(data, source=uri, base_dir=str(parse(uri).parent))
+    if expected_checksum and metadata_checksum(data) != expected_checksum:
+        raise MetadataError(
+            uri,
+            f"checksum {metadata_checksum(data)} differs from {expected_checksum} recorded "
+            "when the checkpoint completed",
+        )
+    return data, decode_metadata(data, source=uri, base_dir=str(parse(uri).parent))
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +64,7 @@ def load_metadata(pointer: str, **fs_options: Any) -> LoadedMetadata:
 
     fs = filesystem_for(pointer, **fs_options)
     uri = resolve_metadata_uri(fs, pointer)
-    data = fs.read(uri)
-    checkpoint = decode_metadata(data, source=uri, base_dir=str(parse(uri).parent))
+    data, checkpoint = _read(fs, uri, "")
     return LoadedMetadata(uri, len(data), metadata_checksum(data), checkpoint)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from sparkpoint.checkpoint import CheckpointPointer, JobStatus
+from sparkpoint.config import StoreSettings
 
-#: Flink's default for state.checkpoints.num-retained.
-DEFAULT_MAX_RETAINED = 1
+#: The default of state.checkpoints.num-retained (Flink's), from the configuration.
+DEFAULT_MAX_RETAINED = StoreSettings().max_retained
 
 
 class CheckpointStoreError(Exception):

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.pipeline.channel import CheckpointChannel, RunNotice
-from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
+from sparkpoint.pipeline.driver import PipelineDriver
+from sparkpoint.pipeline.driver_status import DriverStatus
 from sparkpoint.pipeline.embedded import EmbeddedChannel
 from sparkpoint.pipeline.examples.clicks import clicks_pipeline
 from sparkpoint.pipeline.session import spark_session

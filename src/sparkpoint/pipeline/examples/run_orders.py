@@ -21,7 +21,8 @@ from types import FrameType
 from typing import Any
 
 from sparkpoint.pipeline.builder import Pipeline
-from sparkpoint.pipeline.driver import DriverStatus, PipelineDriver
+from sparkpoint.pipeline.driver import PipelineDriver
+from sparkpoint.pipeline.driver_status import DriverStatus
 from sparkpoint.pipeline.examples.orders import orders_pipeline
 from sparkpoint.pipeline.examples.run_clicks import (
     add_channel_arguments,

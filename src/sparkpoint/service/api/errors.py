@@ -15,11 +15,11 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sparkpoint.checkpoint import InvalidCheckpointValue
+from sparkpoint.config import ConfigError
 from sparkpoint.coordinator import (
     CheckpointFinishedError,
     CoordinatorStoppedError,
     DuplicateAcknowledgeError,
-    InvalidOptionError,
     InvalidSubtaskStateError,
     SupersededRunError,
     TriggerFailedError,
@@ -56,7 +56,7 @@ _REFUSALS: tuple[tuple[type[Exception], int, str, bool], ...] = (
     (CoordinatorStoppedError, 503, "leadership_lost", True),
     (JobNotSettledError, 503, "job_not_settled", True),
     (TriggerFailedError, 500, "trigger_failed", False),
-    (InvalidOptionError, 400, "invalid_option", False),
+    (ConfigError, 400, "invalid_option", False),  # a bad checkpointing option
     (InvalidCheckpointValue, 422, "invalid_request", False),
     (RestoreValidationError, 422, "restore_validation", False),
     (CheckpointLoadError, 422, "checkpoint_unreadable", False),

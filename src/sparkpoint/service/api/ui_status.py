@@ -295,7 +295,7 @@ def verify(job_id: str, checkpoint_id: int, request: Request) -> dict[str, Any]:
     _reader(request).job(job_id)  # 404 for an unknown job
     pointer = _pointer(request, job_id, checkpoint_id)
     try:
-        checkpoint = replica.storage.read_metadata(pointer.metadata_uri)
+        checkpoint = replica.storage.read_metadata(pointer.metadata_uri, pointer.metadata_checksum)
         checks = replica.storage.verify(checkpoint)
     except (StorageError, MetadataError) as exc:  # unreadable: that is the answer
         return {
@@ -349,7 +349,7 @@ def restore_preview(
     except InvalidCheckpointValue as exc:
         raise InvalidRequestError(f"parallelism {parallelism}: {exc}") from exc
     pointer = _pointer(request, job_id, checkpoint_id)
-    checkpoint = replica.storage.read_metadata(pointer.metadata_uri)
+    checkpoint = replica.storage.read_metadata(pointer.metadata_uri, pointer.metadata_checksum)
     plan = plan_restore(checkpoint, rescaled)
     return {
         "checkpoint_id": pointer.checkpoint_id,

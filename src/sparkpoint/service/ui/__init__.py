@@ -1,6 +1,9 @@
-"""The web UI every replica serves at ``/ui/``: static pages (plain ES modules and CSS,
-checked in; uPlot vendored by ``scripts/vendor-ui.sh``) over the read-only ``/v1/ui/…``
-endpoints of :mod:`sparkpoint.service.api.ui_status` (docs/ui.md)."""
+"""The web UI every replica serves at ``/ui/`` and the state behind its pages.
+
+Static pages (plain ES modules and CSS, checked in; uPlot vendored by
+``scripts/vendor-ui.sh``) over the read-only ``/v1/ui/…`` endpoints of
+:mod:`sparkpoint.service.api.ui_status` (docs/ui.md).
+"""
 
 from sparkpoint.service.ui.history import LeadershipHistory, watch_leadership
 from sparkpoint.service.ui.retained import RetainedCache

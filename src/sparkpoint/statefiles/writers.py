@@ -32,8 +32,8 @@ from sparkpoint.checkpoint import (
     StateMetaInfo,
     StreamStateHandle,
 )
-from sparkpoint.recovery.keygroups import key_group_for_key_bytes
-from sparkpoint.recovery.keys import Key, canonical_key_bytes
+from sparkpoint.statefiles.keygroups import key_group_for_key_bytes
+from sparkpoint.statefiles.keys import Key, canonical_key_bytes
 
 KEYED_MAGIC = b"SPKS"
 GROUP_MAGIC = b"SPKG"

@@ -6,9 +6,11 @@ tested with plain numbers.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sparkpoint.coordinator.options import CheckpointingOptions
+from sparkpoint.coordinator.pending import CheckpointStatus, PendingCheckpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +55,19 @@ def next_due_after_trigger(options: CheckpointingOptions, triggered_at_ms: int) 
     """The interval counts from the moment a checkpoint actually started, so a delayed
     checkpoint does not cause a burst of catch-up checkpoints."""
     return triggered_at_ms + options.interval_ms
+
+
+def next_tick_ms(
+    pending: Iterable[PendingCheckpoint], timeout_ms: int, retry_at_ms: int | None
+) -> int | None:
+    """When the coordinator must look again: the first expiry of a checkpoint still
+    collecting acknowledgements, or when a refused trigger may be allowed (None: only
+    when something else happens)."""
+    deadlines = [
+        p.trigger_timestamp_ms + timeout_ms
+        for p in pending
+        if p.status is CheckpointStatus.IN_PROGRESS
+    ]
+    if retry_at_ms is not None:
+        deadlines.append(retry_at_ms)
+    return min(deadlines) if deadlines else None

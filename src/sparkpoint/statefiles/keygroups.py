@@ -17,10 +17,11 @@ from __future__ import annotations
 import mmh3
 
 from sparkpoint.checkpoint import UPPER_BOUND_MAX_PARALLELISM, KeyGroupRange
+from sparkpoint.checkpoint.keygroups import check_parallelism
 
-# canonical_key_bytes lives in recovery.keys (with its decoder); re-exported here because
+# canonical_key_bytes lives in statefiles.keys (with its decoder); re-exported here because
 # it is half of the key-group contract.
-from sparkpoint.recovery.keys import Key, canonical_key_bytes
+from sparkpoint.statefiles.keys import Key, canonical_key_bytes
 
 #: Flink's DEFAULT_LOWER_BOUND_MAX_PARALLELISM.
 DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 128
@@ -29,7 +30,6 @@ __all__ = [
     "DEFAULT_LOWER_BOUND_MAX_PARALLELISM",
     "UPPER_BOUND_MAX_PARALLELISM",
     "canonical_key_bytes",
-    "check_parallelism",
     "default_max_parallelism",
     "key_group_for_key",
     "key_group_for_key_bytes",
@@ -42,18 +42,6 @@ __all__ = [
 def murmur3_32(data: bytes) -> int:
     """MurmurHash3 x86 32-bit, seed 0, as an unsigned integer (0 … 2**32-1)."""
     return mmh3.hash(data, 0, signed=False)
-
-
-def check_parallelism(max_parallelism: int, parallelism: int) -> None:
-    """Raise ``ValueError`` unless 1 ≤ parallelism ≤ max_parallelism ≤ 32768."""
-    if not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
-        raise ValueError(
-            f"max parallelism {max_parallelism} is out of range 1..{UPPER_BOUND_MAX_PARALLELISM}"
-        )
-    if not 1 <= parallelism <= max_parallelism:
-        raise ValueError(
-            f"parallelism {parallelism} is out of range 1..{max_parallelism} (max parallelism)"
-        )
 
 
 def key_group_for_key_bytes(key_bytes: bytes, max_parallelism: int) -> int:
@@ -78,7 +66,7 @@ def key_group_range_for_subtask(
     Flink's computeKeyGroupRangeForOperatorIndex, in integer arithmetic:
     start = (i·M + P - 1) // P, end = ((i+1)·M - 1) // P.
     """
-    check_parallelism(max_parallelism, parallelism)
+    check_parallelism(parallelism, max_parallelism)
     if not 0 <= index < parallelism:
         raise ValueError(f"subtask index {index} is out of range 0..{parallelism - 1}")
     start = (index * max_parallelism + parallelism - 1) // parallelism

@@ -9,12 +9,12 @@ from sparkpoint.coordinator.options import CheckpointingOptions
 from sparkpoint.coordinator.pending import PendingCheckpoint
 from sparkpoint.coordinator.storage_api import STORAGE_FAILURES, CheckpointStorageLike
 from sparkpoint.coordinator.transitions import Transitions
-from sparkpoint.coordinator.trigger import next_due_after_trigger
+from sparkpoint.coordinator.trigger_rules import next_due_after_trigger
 from sparkpoint.counter import CheckpointIDCounter
 
 
 class Triggerer:
-    """Starts checkpoints; the caller holds the state's ``trigger_lock`` (but not ``lock``,
+    """Starts checkpoints; the caller holds the transitions' ``trigger_lock`` (but not ``lock``,
     which is taken here only around in-memory changes, never across the I/O)."""
 
     def __init__(
@@ -24,13 +24,13 @@ class Triggerer:
         options: CheckpointingOptions,
         counter: CheckpointIDCounter,
         storage: CheckpointStorageLike,
-        state: Transitions,
+        transitions: Transitions,
     ) -> None:
         self._graph = graph
         self._options = options
         self._counter = counter
         self._storage = storage
-        self._state = state
+        self._transitions = transitions
 
     def create(
         self,
@@ -45,7 +45,7 @@ class Triggerer:
         propagate and no checkpoint exists then. A periodic checkpoint whose directory
         cannot be prepared is a counted failure (None is returned); a requested one raises
         :class:`TriggerFailedError`."""
-        job_id = self._graph.job_id
+        job_id, transitions = self._graph.job_id, self._transitions
         checkpoint_id = self._counter.get_and_increment()
         try:
             if kind is CheckpointKind.SAVEPOINT:
@@ -54,10 +54,10 @@ class Triggerer:
                 location = self._storage.init_checkpoint(job_id, checkpoint_id)
         except STORAGE_FAILURES as exc:
             reason = f"preparing the directory of checkpoint {checkpoint_id} failed: {exc}"
-            with self._state.lock:
-                self._state.trigger_failed(checkpoint_id, kind, now, reason, periodic=periodic)
+            with transitions.lock:
+                transitions.trigger_failed(checkpoint_id, kind, now, reason, periodic=periodic)
                 if periodic:
-                    self._state.next_due_ms = next_due_after_trigger(self._options, now)
+                    transitions.next_due_ms = next_due_after_trigger(self._options, now)
             if periodic:
                 return None
             raise TriggerFailedError(f"job {job_id}: {reason}") from exc
@@ -69,13 +69,13 @@ class Triggerer:
             location=location,
             stop_job=stop_job,
         )
-        with self._state.lock:
-            if self._state.stopped:  # stopped while the directory was being prepared
-                self._state.cleanup.submit(f"discard checkpoint {checkpoint_id}", location.discard)
+        with transitions.lock:
+            if transitions.stopped:  # stopped while the directory was being prepared
+                transitions.cleanup.submit(f"discard checkpoint {checkpoint_id}", location.discard)
                 if periodic:
                     return None
                 raise CoordinatorStoppedError(f"job {job_id}: the coordinator was stopped")
-            self._state.triggered(pending, str(location.directory))
+            transitions.triggered(pending, str(location.directory))
             if periodic:
-                self._state.next_due_ms = next_due_after_trigger(self._options, now)
+                transitions.next_due_ms = next_due_after_trigger(self._options, now)
         return pending

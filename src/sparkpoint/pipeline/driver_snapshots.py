@@ -1,0 +1,83 @@
+"""The operator state the driver itself snapshots and restores: the source's offsets and
+the sink's transactions, one operator-state stream per subtask (docs/architecture.md §7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparkpoint.checkpoint import CheckpointKind, DistributionMode, OperatorSubtaskState
+from sparkpoint.pipeline.channel import Ack, TriggerCheckpoint
+from sparkpoint.pipeline.operator_state import encode_element
+from sparkpoint.pipeline.sink import Sink
+from sparkpoint.pipeline.sources import Source
+from sparkpoint.recovery.reader import read_operator_state
+from sparkpoint.storage import filesystem_for
+from sparkpoint.storage.location import CheckpointLocation
+from sparkpoint.storage.streams import StateOutputStream
+
+#: The state names of the source's offsets and the sink's transactions.
+SOURCE_OFFSETS = "offsets"
+SINK_TRANSACTIONS = "transactions"
+
+
+def checkpoint_location(
+    trigger: TriggerCheckpoint, job_id: str, inline_threshold: int
+) -> CheckpointLocation:
+    """Where the checkpoint ``trigger`` asks for is written."""
+    savepoint = trigger.kind is CheckpointKind.SAVEPOINT
+    return CheckpointLocation(
+        filesystem_for(trigger.directory),
+        trigger.directory,
+        job_id,
+        None if savepoint else trigger.checkpoint_id,
+        savepoint,
+        inline_threshold,
+    )
+
+
+def driver_side_acks(
+    location: CheckpointLocation,
+    source: Source,
+    source_uid: str,
+    sink: Sink,
+    sink_uid: str,
+    parallelism: int,
+) -> list[Ack]:
+    """Source offsets and sink transactions, one operator-state stream per subtask."""
+    offsets = sorted(source.offsets().items())
+    source_parts: list[list[bytes]] = [[] for _ in range(parallelism)]
+    for n, item in enumerate(offsets):
+        source_parts[n % parallelism].append(encode_element(item))
+    sink_parts = sink.snapshot(parallelism)
+    acks: list[Ack] = []
+    for uid, name, parts in (
+        (source_uid, SOURCE_OFFSETS, source_parts),
+        (sink_uid, SINK_TRANSACTIONS, sink_parts),
+    ):
+        for i, elements in enumerate(parts):
+            acks.append((uid, i, _write_operator_state(location, uid, i, name, elements)))
+    return acks
+
+
+def restored_elements(plan: Any, uid: str, name: str) -> list[bytes]:
+    """Every element of the operator state ``name`` of ``uid`` in a restore plan (none
+    when the checkpoint has no such operator)."""
+    if uid not in plan.operators:
+        return []
+    elements: list[bytes] = []
+    for subtask in plan.operators[uid].subtasks:
+        elements.extend(read_operator_state(subtask.operator).get(name, []))
+    return elements
+
+
+def _write_operator_state(
+    location: CheckpointLocation, uid: str, subtask: int, name: str, elements: list[bytes]
+) -> OperatorSubtaskState:
+    from sparkpoint.statefiles.writers import OperatorStateWriter
+
+    stream: StateOutputStream = location.state_output(uid, subtask, 0)
+    writer = OperatorStateWriter(stream)
+    writer.declare(name, DistributionMode.SPLIT_DISTRIBUTE)
+    for element in elements:
+        writer.add(name, DistributionMode.SPLIT_DISTRIBUTE, element)
+    return OperatorSubtaskState(operator=(writer.handle(stream.close_and_get_handle()),))
