@@ -1,6 +1,7 @@
-"""Background JVM daemons the launchers start (ZooKeeper, HDFS): spawn one detached,
+"""Background JVM daemons the launchers start (ZooKeeper, HDFS, Kafka): spawn one detached,
 tell whether it still runs — also from another command that only knows its pid — and
-stop it with a signal, then SIGKILL."""
+stop it with a signal, then SIGKILL; and the launcher state that lets a later command
+find them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 
 def spawn_detached(command: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -67,3 +68,51 @@ def read_state(
         return path.parent, json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise error(f"no {what} was started from {base_dir}: {exc}") from exc
+
+
+STATE_FILE = "launcher.json"
+
+
+class Launcher:
+    """A launcher of daemons whose state is kept in ``launcher.json`` under its directory,
+    so that a later command (``status``, ``stop``) finds the processes it started.
+    Subclasses say what the state is (:meth:`_state`) and how to take it back
+    (:meth:`_restore`: only what stopping and status need)."""
+
+    what: ClassVar[str]
+    error: ClassVar[type[Exception]]
+    _procs: dict[Any, subprocess.Popen[bytes]]
+
+    @property
+    def home(self) -> Path:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def _state(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _restore(self, home: Path, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _save_state(self) -> None:
+        (self.home / STATE_FILE).write_text(json.dumps(self._state(), indent=2))
+
+    @classmethod
+    def attach(cls, directory: str | Path) -> Self:
+        """The launcher whose state lives in ``directory`` (started earlier, maybe elsewhere)."""
+        home, state = read_state(directory, STATE_FILE, cls.what, cls.error)
+        launcher = cls.__new__(cls)
+        launcher._procs = {}
+        launcher._restore(home, state)
+        return launcher
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

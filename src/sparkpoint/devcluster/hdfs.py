@@ -36,7 +36,6 @@ from sparkpoint.devcluster.hdfs_config import (
     write_conf_dir,
 )
 
-STATE_FILE = "launcher.json"
 NAMENODE_MAIN = "org.apache.hadoop.hdfs.server.namenode.NameNode"
 DATANODE_MAIN = "org.apache.hadoop.hdfs.server.datanode.DataNode"
 FS_SHELL_MAIN = "org.apache.hadoop.fs.FsShell"
@@ -60,8 +59,11 @@ class Daemon:
     pid: int | None = None
 
 
-class LocalHdfs:
+class LocalHdfs(daemons.Launcher):
     """A NameNode and ``datanodes`` DataNodes on loopback, their files in ``base_dir``."""
+
+    what = "HDFS"
+    error = HdfsLaunchError
 
     def __init__(
         self,
@@ -131,7 +133,8 @@ class LocalHdfs:
     def start(self, timeout: float = 120.0) -> LocalHdfs:
         """Format a new namespace, start every daemon, wait until all DataNodes are live
         and safe mode is off, and make ``/tmp`` writable by everyone (sticky, as usual)."""
-        if (self.base_dir / STATE_FILE).exists() and LocalHdfs.attach(self.base_dir).running():
+        launched = (self.base_dir / daemons.STATE_FILE).exists()
+        if launched and LocalHdfs.attach(self.base_dir).running():
             raise HdfsLaunchError(f"an HDFS launched from {self.base_dir} is running")
         self.base_dir.mkdir(parents=True, exist_ok=True)
         for attempt in range(_PORT_ATTEMPTS):
@@ -260,16 +263,14 @@ class LocalHdfs:
             check=False,
         )
 
-    def __enter__(self) -> LocalHdfs:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # --- persisted launcher state, so `sparkpoint hdfs stop` finds the processes --------
 
-    def _save_state(self) -> None:
-        state = {
+    @property
+    def home(self) -> Path:
+        return self.base_dir
+
+    def _state(self) -> dict[str, Any]:
+        return {
             "host": self.host,
             "replication": self.replication,
             "block_size": self.block_size,
@@ -279,24 +280,17 @@ class LocalHdfs:
             "namenode": asdict(self.namenode),
             "datanodes": [asdict(d) for d in self.datanodes],
         }
-        (self.base_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
 
-    @classmethod
-    def attach(cls, base_dir: str | Path) -> LocalHdfs:
-        """The launcher whose state lives in ``base_dir`` (started earlier, maybe elsewhere)."""
-        directory, state = daemons.read_state(base_dir, STATE_FILE, "HDFS", HdfsLaunchError)
-        cluster = cls.__new__(cls)
-        cluster.base_dir = directory
-        cluster.host = state["host"]
-        cluster.replication = state["replication"]
-        cluster.block_size = state["block_size"]
-        cluster.heap_mb = state["heap_mb"]
-        cluster.quick_jit = state.get("quick_jit", True)
-        cluster.superuser = state["superuser"]
-        cluster.namenode = Daemon(**state["namenode"])
-        cluster.datanodes = [Daemon(**d) for d in state["datanodes"]]
-        cluster._procs = {}
-        return cluster
+    def _restore(self, home: Path, state: dict[str, Any]) -> None:
+        self.base_dir = home
+        self.host = state["host"]
+        self.replication = state["replication"]
+        self.block_size = state["block_size"]
+        self.heap_mb = state["heap_mb"]
+        self.quick_jit = state.get("quick_jit", True)
+        self.superuser = state["superuser"]
+        self.namenode = Daemon(**state["namenode"])
+        self.datanodes = [Daemon(**d) for d in state["datanodes"]]
 
     # --- internals ----------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ Used by `sparkpoint kafka`, the connector tests, the demo and the benchmark.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -24,11 +23,12 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
+from sparkpoint.devcluster import daemons
 from sparkpoint.devcluster.jvm import classpath
 from sparkpoint.devcluster.system_servers import free_port
 
-STATE_FILE = "launcher.json"
 _SERVER_MAIN = "kafka.Kafka"
 _STORAGE_MAIN = "kafka.tools.StorageTool"
 _LOG4J2 = """\
@@ -54,13 +54,16 @@ class KafkaNode:
     pid: int | None = None
 
 
-class LocalKafka:
+class LocalKafka(daemons.Launcher):
     """``start()``/``stop()``/``restart_node()``; ``bootstrap`` is the client address list.
 
     >>> kafka = LocalKafka("/tmp/kafka", nodes=1).start()   # doctest: +SKIP
     >>> kafka.bootstrap                                    # doctest: +SKIP
     '127.0.0.1:40123'
     """
+
+    what = "Kafka"
+    error = KafkaLaunchError
 
     def __init__(self, directory: str | Path, *, nodes: int = 1, heap_mb: int = 512) -> None:
         if nodes not in (1, 3):
@@ -82,7 +85,7 @@ class LocalKafka:
 
     def start(self, timeout: float = 120.0) -> LocalKafka:
         """Format (first time only) and start every node; returns once clients can produce."""
-        if (self.directory / STATE_FILE).exists() and LocalKafka.attach(
+        if (self.directory / daemons.STATE_FILE).exists() and LocalKafka.attach(
             self.directory
         ).running_nodes():
             raise KafkaLaunchError(f"a Kafka launched from {self.directory} is running")
@@ -163,37 +166,24 @@ class LocalKafka:
             for n in self.nodes
         ]
 
-    def __enter__(self) -> LocalKafka:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # -- launcher state -----------------------------------------------------------------
 
-    def _save_state(self) -> None:
-        state = {
+    @property
+    def home(self) -> Path:
+        return self.directory
+
+    def _state(self) -> dict[str, Any]:
+        return {
             "cluster_id": self.cluster_id,
             "heap_mb": self.heap_mb,
             "nodes": [asdict(n) for n in self.nodes],
         }
-        (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2))
 
-    @classmethod
-    def attach(cls, directory: str | Path) -> LocalKafka:
-        """The launcher whose state lives in ``directory`` (started earlier, maybe elsewhere)."""
-        path = Path(directory).resolve() / STATE_FILE
-        try:
-            state = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise KafkaLaunchError(f"no Kafka was started from {directory}: {exc}") from exc
-        kafka = cls.__new__(cls)
-        kafka.directory = path.parent
-        kafka.heap_mb = state["heap_mb"]
-        kafka.cluster_id = state["cluster_id"]
-        kafka.nodes = [KafkaNode(**n) for n in state["nodes"]]
-        kafka._procs = {}
-        return kafka
+    def _restore(self, home: Path, state: dict[str, Any]) -> None:
+        self.directory = home
+        self.heap_mb = state["heap_mb"]
+        self.cluster_id = state["cluster_id"]
+        self.nodes = [KafkaNode(**n) for n in state["nodes"]]
 
     # -- internals ----------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ prerequisite. Used by ``sparkpoint zookeeper …``, ``sparkpoint demo`` and the 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import signal
@@ -17,10 +16,9 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from sparkpoint.devcluster import daemons
-
-STATE_FILE = "launcher.json"
 
 # The smallest set of jars a ZooKeeper 3.9 server needs, plus log4j so it can write a log.
 _REQUIRED_JARS = ("zookeeper-", "zookeeper-jute-", "slf4j-api-", "commons-io-", "metrics-core-")
@@ -139,12 +137,15 @@ _LOG4J2 = """<Configuration status="warn">
 """
 
 
-class LocalZooKeeper:
+class LocalZooKeeper(daemons.Launcher):
     """One ZooKeeper server or a 3-server ensemble on loopback, with its data in ``base_dir``.
 
     >>> zk = LocalZooKeeper("/tmp/zk", servers=1)   # doctest: +SKIP
     >>> zk.start(); print(zk.connect_string); zk.stop()   # doctest: +SKIP
     """
+
+    what = "ZooKeeper"
+    error = ZooKeeperLaunchError
 
     def __init__(
         self,
@@ -208,7 +209,7 @@ class LocalZooKeeper:
 
     def start(self, timeout: float = 60.0) -> LocalZooKeeper:
         """Start every server and wait until the ensemble serves requests."""
-        previous = self.base_dir / STATE_FILE
+        previous = self.base_dir / daemons.STATE_FILE
         if self.running_servers() or (
             previous.exists() and LocalZooKeeper.attach(self.base_dir).running_servers()
         ):
@@ -282,42 +283,31 @@ class LocalZooKeeper:
             for s in self.servers
         ]
 
-    def __enter__(self) -> LocalZooKeeper:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # --- persisted launcher state, so `sparkpoint zookeeper stop` finds the processes ----
 
-    def _save_state(self) -> None:
-        state = {
+    @property
+    def home(self) -> Path:
+        return self.base_dir
+
+    def _state(self) -> dict[str, Any]:
+        return {
             "host": self.host,
             "tick_time_ms": self.tick_time_ms,
             "max_session_timeout_ms": self.max_session_timeout_ms,
             "classpath": self._classpath,
             "servers": [asdict(s) for s in self.servers],
         }
-        (self.base_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
 
-    @classmethod
-    def attach(cls, base_dir: str | Path) -> LocalZooKeeper:
-        """The launcher whose state lives in ``base_dir`` (started earlier, maybe elsewhere)."""
-        directory, state = daemons.read_state(
-            base_dir, STATE_FILE, "ZooKeeper", ZooKeeperLaunchError
-        )
-        zk = cls.__new__(cls)
-        zk.base_dir = directory
-        zk.host = state["host"]
-        zk.tick_time_ms = state["tick_time_ms"]
-        zk.max_session_timeout_ms = state["max_session_timeout_ms"]
-        zk._classpath = state["classpath"]
-        zk._java = "java"
-        zk._procs = {}
-        zk.tls = None  # only what stopping and status need is restored
-        zk.sasl_users = {}
-        zk.servers = [ServerSpec(**s) for s in state["servers"]]
-        return zk
+    def _restore(self, home: Path, state: dict[str, Any]) -> None:
+        self.base_dir = home
+        self.host = state["host"]
+        self.tick_time_ms = state["tick_time_ms"]
+        self.max_session_timeout_ms = state["max_session_timeout_ms"]
+        self._classpath = state["classpath"]
+        self._java = "java"
+        self.tls = None  # only what stopping and status need is restored
+        self.sasl_users = {}
+        self.servers = [ServerSpec(**s) for s in state["servers"]]
 
     # --- internals ----------------------------------------------------------------------
 
