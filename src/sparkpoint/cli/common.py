@@ -74,7 +74,7 @@ def output_console(**options: Any) -> Console:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
-def server_dir_option(default: Path, help_text: str) -> Callable[[F], F]:
+def server_dir_option(default: Path, help_text: str, envvar: str | None = None) -> Callable[[F], F]:
     """``--dir`` of a local server's start/status/stop (ZooKeeper, HDFS, Kafka)."""
     return click.option(
         "--dir",
@@ -82,5 +82,7 @@ def server_dir_option(default: Path, help_text: str) -> Callable[[F], F]:
         type=click.Path(file_okay=False, path_type=Path),
         default=default,
         show_default=True,
+        envvar=envvar,
+        show_envvar=envvar is not None,
         help=help_text,
     )

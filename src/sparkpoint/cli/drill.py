@@ -18,6 +18,7 @@ from rich.console import Console
 
 from sparkpoint.cli.common import zookeeper_options
 from sparkpoint.cli.hdfs import DEFAULT_DIR as HDFS_DEFAULT_DIR
+from sparkpoint.cli.hdfs import DIR_ENVVAR as HDFS_DIR_ENVVAR
 from sparkpoint.devcluster.zookeeper import ZooKeeperLaunchError
 from sparkpoint.drills.chaos import FAULTS, PIPELINE_FAULTS, ChaosOptions, run_chaos
 from sparkpoint.drills.cluster import DrillError
@@ -80,7 +81,8 @@ def target_options(func: F) -> F:
                           "started for the drill). With hdfs, chaos adds datanode-kill and "
                           "namenode-restart."),
         click.option("--hdfs-dir", type=click.Path(file_okay=False, path_type=Path),
-                     default=HDFS_DEFAULT_DIR, show_default=True,
+                     default=HDFS_DEFAULT_DIR, show_default=True, envvar=HDFS_DIR_ENVVAR,
+                     show_envvar=True,
                      help="The --dir of `sparkpoint hdfs start` (with --storage hdfs)."),
         click.option("--restart-command", metavar="CMD",
                      help="Deployment: shell command restarting a signalled replica "

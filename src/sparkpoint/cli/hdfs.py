@@ -14,6 +14,9 @@ from sparkpoint.devcluster.hdfs import DEFAULT_BLOCK_SIZE, HdfsLaunchError, Loca
 from sparkpoint.devcluster.jvm import JvmArtifactsError
 
 DEFAULT_DIR = Path(".sparkpoint/hdfs")
+#: Names the HDFS of `hdfs start --dir` to the other commands (status, stop, the demo,
+#: the drills) without repeating the directory.
+DIR_ENVVAR = "SPARKPOINT_HDFS_DIR"
 
 
 @click.group("hdfs")
@@ -28,7 +31,9 @@ def hdfs_group() -> None:
 
 
 _dir_option = server_dir_option(
-    DEFAULT_DIR, "Where the daemons keep their configuration, data, logs and the launcher's state."
+    DEFAULT_DIR,
+    "Where the daemons keep their configuration, data, logs and the launcher's state.",
+    envvar=DIR_ENVVAR,
 )
 
 
@@ -69,6 +74,11 @@ def start(
     click.echo(f"  checkpoints: --checkpoint-dir {cluster.webhdfs_uri}/tmp/checkpoints")
     click.echo(f"  Hadoop RPC:  {cluster.rpc_uri}")
     click.echo(f"stop it with: sparkpoint hdfs stop --dir {directory}")
+    if directory.resolve() != DEFAULT_DIR.resolve():
+        click.echo(
+            f"for the demo and the drills (--storage hdfs) in other shells: "
+            f"export {DIR_ENVVAR}={directory.resolve()}"
+        )
 
 
 @hdfs_group.command("stop")
