@@ -34,6 +34,23 @@ def test_put_get_list_remove(kind: str, zk_conn: ZooKeeperConnection) -> None:
     assert registry.get("a") is None
 
 
+@pytest.mark.parametrize("kind", ["standalone", "zookeeper"])
+def test_job_ids_name_every_registered_job_in_order(
+    kind: str, zk_conn: ZooKeeperConnection
+) -> None:
+    registry = (
+        StandaloneJobRegistry()
+        if kind == "standalone"
+        else ZooKeeperJobRegistry(zk_conn, Fence(zk_conn, read_epoch(zk_conn)))
+    )
+    assert registry.job_ids() == []
+    registry.put(record("b"))
+    registry.put(record("a"))
+    assert registry.job_ids() == ["a", "b"]
+    registry.remove("a")
+    assert registry.job_ids() == ["b"]
+
+
 def test_deposed_leader_cannot_register(zk_conn: ZooKeeperConnection) -> None:
     epoch = read_epoch(zk_conn)
     registry = ZooKeeperJobRegistry(zk_conn, Fence(zk_conn, epoch))

@@ -1,5 +1,6 @@
 """Where the status commands get their answers: a coordinator over HTTP, or — while none
-answers — ZooKeeper and storage directly (what a follower would answer)."""
+answers — ZooKeeper and storage directly, through the replicas' status model
+(:class:`~sparkpoint.service.status.StatusReader`: what a follower would answer)."""
 
 from __future__ import annotations
 
@@ -33,15 +34,10 @@ class ZooKeeperSource:
     name = "zookeeper"
 
     def __init__(self, conn: ZooKeeperConnection, storage: CheckpointStorage) -> None:
-        self._backend = ZooKeeperBackend(conn)
-        self._reader = StatusReader(self._backend, storage, None)
+        self._reader = StatusReader(ZooKeeperBackend(conn), storage, None)
 
     def leader(self) -> dict[str, Any]:
-        return {
-            "leader": self._backend.leader_info(),
-            "contenders": self._backend.contenders(),
-            "this": None,
-        }
+        return {**self._reader.leader(), "this": None}
 
     def jobs(self) -> list[dict[str, Any]]:
         return self._reader.jobs()

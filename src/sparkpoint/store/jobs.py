@@ -103,6 +103,10 @@ class JobRegistry(Protocol):
 
     def list(self) -> list[JobRecord]: ...
 
+    def job_ids(self) -> list[str]:
+        """The registered jobs' ids, sorted, without reading their records."""
+        ...
+
     def remove(self, job_id: str) -> None: ...
 
 
@@ -122,6 +126,10 @@ class StandaloneJobRegistry:
     def list(self) -> list[JobRecord]:
         with self._lock:
             return [self._jobs[k] for k in sorted(self._jobs)]
+
+    def job_ids(self) -> list[str]:
+        with self._lock:
+            return sorted(self._jobs)
 
     def remove(self, job_id: str) -> None:
         with self._lock:
@@ -164,14 +172,17 @@ class ZooKeeperJobRegistry:
                 return None
         return JobRecord.from_bytes(raw)
 
-    def list(self) -> list[JobRecord]:
+    def job_ids(self) -> list[str]:
         with translate.reads("listing jobs"):
             try:
                 names = self._conn.retry(self._conn.client.get_children, self._conn.paths.jobs)
             except NoNodeError:
                 return []
+        return sorted(names)
+
+    def list(self) -> list[JobRecord]:
         records, unreadable = [], []
-        for name in sorted(names):
+        for name in self.job_ids():
             try:
                 record = self.get(name)
             except InvalidCheckpointValue:

@@ -17,7 +17,7 @@ from sparkpoint.service.api import (
 )
 from sparkpoint.service.api.limits import MAX_BODY_BYTES, BodyLimit
 from sparkpoint.service.replica import Replica
-from sparkpoint.service.ui import mount_static, watch_leadership
+from sparkpoint.service.ui import RetainedCache, mount_static, watch_leadership
 from sparkpoint.service.ui.peers import PeerProbe
 from sparkpoint.service.ui.progress import ProgressBoard
 
@@ -42,6 +42,7 @@ def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fas
     app.state.leadership_history = watch_leadership(replica.backend)
     app.state.peer_probe = PeerProbe()
     app.state.driver_progress = ProgressBoard()
+    app.state.ui_retained = RetainedCache(replica.backend)
     mount_static(app)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(audit.AuditLog)

@@ -1,4 +1,5 @@
-"""Status endpoints (any replica) and probes."""
+"""Status endpoints (any replica), a router over the status model
+(:mod:`sparkpoint.service.status`), and probes."""
 
 from __future__ import annotations
 
@@ -32,8 +33,7 @@ def leader(request: Request) -> dict[str, Any]:
     replica: Replica = request.app.state.replica
     term = replica.term
     return {
-        "leader": replica.backend.leader_info(),
-        "contenders": replica.backend.contenders(),
+        **_reader(request).leader(),
         "this": {
             "instance_id": replica.instance_id,
             "state": replica.state(),

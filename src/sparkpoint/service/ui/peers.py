@@ -1,5 +1,5 @@
-"""What the cluster page says about each contender in the election: its own view, asked
-over HTTP, or since when it has not answered.
+"""What a replica asks the others for the UI: each contender's own view for the cluster
+page (or since when it has not answered), and the drivers' progress from the leader.
 
 A contender's latch node outlives its process until the ZooKeeper session expires, and a
 process restarted at the same address answers for it in the meantime. So an answer only
@@ -15,8 +15,10 @@ from typing import Any
 
 import httpx
 
+from sparkpoint.ha import HAError
 from sparkpoint.service.backend import ZooKeeperBackend
 from sparkpoint.service.replica import Replica
+from sparkpoint.service.ui.history import LeadershipHistory
 
 #: How long one replica waits for another's own view on the cluster page.
 PEER_TIMEOUT_S = 0.8
@@ -47,6 +49,61 @@ def own_view(replica: Replica) -> dict[str, Any]:
         "epoch": term.epoch if term is not None else None,  # deprecated alias of "term"
         "lease_remaining_s": lease,
     }
+
+
+def _auth_headers(auth: str | None) -> dict[str, str]:
+    return {"authorization": auth} if auth else {}
+
+
+def cluster_view(
+    replica: Replica, probe: PeerProbe, history: LeadershipHistory, auth: str | None
+) -> dict[str, Any]:
+    """The leader and its lease, every contender's own view, and the failover history;
+    ``auth`` is the caller's authorization, passed on to the other replicas."""
+    leader = replica.known_leader()
+    history.observe(leader)  # also covers the embedded backend (no watch)
+    now = _now_ms()
+    lease = None
+    if leader is not None:
+        lease = {
+            "age_ms": max(now - int(leader.get("renewed_ms") or 0), 0),
+            "renewals": leader.get("renewals"),
+            "renewed_ms": leader.get("renewed_ms"),
+            "leading_for_ms": max(now - int(leader.get("since_ms") or now), 0),
+        }
+    try:
+        contenders = replica.backend.contenders()
+    except HAError:  # ZooKeeper unreachable: still show this replica's own view
+        contenders = []
+    replicas = probe.views(contenders, replica, auth)
+    if not any(r.get("instance_id") == replica.instance_id for r in replicas):
+        replicas.append({**own_view(replica), "in_election": False, "answered": True})
+    return {
+        "now_ms": now,
+        "served_by": own_view(replica),
+        "leader": leader,
+        "lease": lease,
+        "replicas": replicas,
+        "changes": history.changes(),
+    }
+
+
+def leader_progress(replica: Replica, auth: str | None) -> dict[str, dict[str, Any]]:
+    """The drivers' progress as the leader heard it (drivers heartbeat to the leader only):
+    asked of the leader, nothing when it does not answer in time."""
+    leader = replica.known_leader()
+    if not leader or not leader.get("address"):
+        return {}
+    try:
+        answer = httpx.get(
+            f"{leader['address']}/v1/ui/progress",
+            timeout=PEER_TIMEOUT_S,
+            headers=_auth_headers(auth),
+        )
+        answer.raise_for_status()
+        return dict(answer.json()["jobs"])
+    except (httpx.HTTPError, ValueError, KeyError):
+        return {}
 
 
 class PeerProbe:
@@ -80,10 +137,11 @@ class PeerProbe:
             if _same_session(contender, mine):
                 return {**mine, **base, "answered": True}
             return self._silent(contender, base, "this registration is of an earlier process")
-        headers = {"authorization": auth} if auth else {}
         try:
             answer = httpx.get(
-                f"{contender['address']}/v1/ui/replica", timeout=PEER_TIMEOUT_S, headers=headers
+                f"{contender['address']}/v1/ui/replica",
+                timeout=PEER_TIMEOUT_S,
+                headers=_auth_headers(auth),
             )
             answer.raise_for_status()
             view = answer.json()
