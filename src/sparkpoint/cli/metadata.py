@@ -88,18 +88,7 @@ def _as_json(loaded: LoadedMetadata, checks: list[FileCheck] | None) -> dict[str
     if checks is not None:
         result["verify"] = {
             "files": len(checks),
-            "problems": [
-                {
-                    "operator": c.operator_uid,
-                    "subtask": c.subtask,
-                    "path": c.path,
-                    "expected_size": c.expected_size,
-                    "actual_size": c.actual_size,
-                    "problem": c.problem,
-                }
-                for c in checks
-                if not c.ok
-            ],
+            "problems": [c.to_dict() for c in checks if not c.ok],
         }
     return result
 

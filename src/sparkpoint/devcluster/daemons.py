@@ -83,9 +83,12 @@ class Launcher:
     error: ClassVar[type[Exception]]
     _procs: dict[Any, subprocess.Popen[bytes]]
 
+    base_dir: Path
+
     @property
     def home(self) -> Path:
-        raise NotImplementedError
+        """The directory of the launcher's state (and of its daemons' files)."""
+        return self.base_dir
 
     def start(self) -> Self:
         raise NotImplementedError

@@ -265,10 +265,6 @@ class LocalHdfs(daemons.Launcher):
 
     # --- persisted launcher state, so `sparkpoint hdfs stop` finds the processes --------
 
-    @property
-    def home(self) -> Path:
-        return self.base_dir
-
     def _state(self) -> dict[str, Any]:
         return {
             "host": self.host,

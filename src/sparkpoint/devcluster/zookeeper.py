@@ -285,10 +285,6 @@ class LocalZooKeeper(daemons.Launcher):
 
     # --- persisted launcher state, so `sparkpoint zookeeper stop` finds the processes ----
 
-    @property
-    def home(self) -> Path:
-        return self.base_dir
-
     def _state(self) -> dict[str, Any]:
         return {
             "host": self.host,

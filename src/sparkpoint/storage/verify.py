@@ -25,6 +25,17 @@ class FileCheck:
     def ok(self) -> bool:
         return self.problem is None
 
+    def to_dict(self) -> dict[str, object]:
+        """As the CLI's and the API's verification reports list a problem."""
+        return {
+            "operator": self.operator_uid,
+            "subtask": self.subtask,
+            "path": self.path,
+            "expected_size": self.expected_size,
+            "actual_size": self.actual_size,
+            "problem": self.problem,
+        }
+
 
 def _referenced_files(checkpoint: CompletedCheckpoint) -> list[tuple[str, int, FileStateHandle]]:
     found = []

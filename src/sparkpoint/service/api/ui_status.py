@@ -168,18 +168,7 @@ def verify(job_id: str, checkpoint_id: int, request: Request) -> dict[str, Any]:
             "error": f"{type(exc).__name__}: {exc}",
             "problems": [],
         }
-    problems = [
-        {
-            "operator": c.operator_uid,
-            "subtask": c.subtask,
-            "path": c.path,
-            "expected_size": c.expected_size,
-            "actual_size": c.actual_size,
-            "problem": c.problem,
-        }
-        for c in checks
-        if not c.ok
-    ]
+    problems = [c.to_dict() for c in checks if not c.ok]
     return {
         "checkpoint_id": checkpoint_id,
         "metadata_uri": pointer.metadata_uri,
