@@ -121,6 +121,8 @@ def test_the_state_of_a_checkpoint_is_each_users_state(
     assert {(x["key"], x["state"]) for x in lines} == set(expected)
     totals = {x["key"]: tuple(x["value"]) for x in lines if x["state"] == "totals"}
     assert totals == {u: v for (u, s), v in expected.items() if s == "totals"}
+    result = CliRunner().invoke(main, ["state", "read", chk, "--uid", "source"])
+    assert result.exit_code == 1 and "'source' has no keyed state" in result.output
 
 
 def test_a_bootstrapped_savepoint_starts_a_pipeline_that_carries_it_on(

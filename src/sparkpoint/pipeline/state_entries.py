@@ -86,6 +86,11 @@ def load_operator(
             f"{where} has no operator {uid!r}; its operators: {', '.join(sorted(states))} "
             f"(with keyed state: {', '.join(keyed) or 'none'})"
         )
+    if uid not in keyed:
+        raise UnknownOperatorError(
+            f"{where}: operator {uid!r} has no keyed state (operators with keyed state: "
+            f"{', '.join(keyed) or 'none'})"
+        )
     return loaded, states[uid]
 
 
@@ -154,9 +159,9 @@ def read_state_entries(
 
 def to_json(value: Any) -> str:
     """JSON text of a key or value (tuples as arrays); what JSON cannot hold (sets, a
-    map with tuple keys, objects) as the JSON string of its ``repr``."""
+    map with tuple keys, NaN, objects) as the JSON string of its ``repr``."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=True)
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         return json.dumps(repr(value), ensure_ascii=False)
 
