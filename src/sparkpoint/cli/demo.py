@@ -218,7 +218,9 @@ def demo(
         f"{summary['last_completed_checkpoint']}, {len(summary['failovers'])} failovers"
         f"{driver_part}.\n"
         f"output (committed files part-*): {summary['output']}\n"
-        f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}",
+        f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}\n"
+        f"per-user state of the newest checkpoint: sparkpoint state read "
+        f"{summary['checkpoints'].rstrip('/')}/{JOB}",
         soft_wrap=True,  # whole paths, to copy, even when the output is not a terminal
     )
     if hdfs is not None:

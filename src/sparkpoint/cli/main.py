@@ -30,6 +30,7 @@ def _register_commands() -> None:
     from sparkpoint.cli.restore import restore
     from sparkpoint.cli.service import coordinator_group
     from sparkpoint.cli.shared import shared_check_command
+    from sparkpoint.cli.state import state_group
     from sparkpoint.cli.status import COMMANDS as STATUS_COMMANDS
     from sparkpoint.cli.status import checkpoints_group, jobs_group
     from sparkpoint.cli.zookeeper import zookeeper_group
@@ -38,6 +39,7 @@ def _register_commands() -> None:
     main.add_command(drill_group)
     main.add_command(metadata_group)
     main.add_command(restore)
+    main.add_command(state_group)
     main.add_command(zookeeper_group)
     main.add_command(hdfs_group)
     main.add_command(jvm_group)
