@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from sparkpoint.pipeline import EmbeddedChannel, Pipeline, PipelineDriver, TransactionalFileSink
+from sparkpoint.pipeline import (
+    Context,
+    EmbeddedChannel,
+    KeyedProcessFunction,
+    Pipeline,
+    PipelineDriver,
+    RuntimeContext,
+    TransactionalFileSink,
+    ValueStateDescriptor,
+)
 from sparkpoint.pipeline.examples import country_totals
 from sparkpoint.pipeline.examples.clicks import ClickTotals, expected_output, user_of
 from sparkpoint.pipeline.sink import to_json_line
@@ -208,3 +217,43 @@ def test_bad_dataframe_schemas_are_named(spark: Any) -> None:
     clash = DataFrameStage(lambda df: df, f"{ORDER_COLUMN} BINARY", "clash")
     with pytest.raises(ValueError, match="sparkpoint's column"):
         schema_of(clash)
+
+
+def spend_per_epoch(clicks: Any) -> Any:
+    """Drops the order column and shuffles (an aggregation): rows come in content order."""
+    from pyspark.sql import functions as F
+
+    return clicks.groupBy("user").agg(F.sum("amount").alias("amount"))
+
+
+class RunningSpend(KeyedProcessFunction):
+    def open(self, ctx: RuntimeContext) -> None:
+        self.spent = ctx.get_state(ValueStateDescriptor("spent", 0))
+
+    def process_element(self, key: Any, value: Any, ctx: Context) -> None:
+        self.spent.update(self.spent.value() + value["amount"])
+        ctx.collect({"user": key, "spent": self.spent.value()})
+
+
+def test_a_dataframe_stage_that_aggregates_before_key_by(spark: Any, tmp_path: Path) -> None:
+    p = (
+        Pipeline("aggregated", parallelism=2)
+        .source(support.source())
+        .dataframe(spend_per_epoch, schema="user STRING, amount BIGINT", name="spend")
+        .key_by(user_of)
+        .process(RunningSpend())
+        .sink(TransactionalFileSink(str(tmp_path / "out")))
+    )
+    driver = PipelineDriver(p, spark, EmbeddedChannel(str(tmp_path / "ckpt")))
+    driver.start()
+    driver.run()
+    driver.finish()
+    driver.close()
+    final: dict[str, int] = {}
+    for line in support.committed(p):
+        out = json.loads(line)
+        final[out["user"]] = max(final.get(out["user"], 0), out["spent"])
+    offline: dict[str, int] = {}
+    for _, _, event in support.source().all_records():
+        offline[event["user"]] = offline.get(event["user"], 0) + event["amount"]
+    assert final == offline
