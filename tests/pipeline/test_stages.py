@@ -5,6 +5,7 @@ crashes and a new one restores from a checkpoint; bad stages fail with their nam
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from sparkpoint.pipeline import (
 from sparkpoint.pipeline.examples import country_totals
 from sparkpoint.pipeline.examples.clicks import ClickTotals, expected_output, user_of
 from sparkpoint.pipeline.sink import to_json_line
-from sparkpoint.pipeline.stage_plan import ORDER_COLUMN, schema_of
+from sparkpoint.pipeline.stage_plan import ORDER_COLUMN, ToRow, schema_of
 from sparkpoint.pipeline.stages import DataFrameStage, run_record_stages
 
 from . import support
@@ -79,14 +80,10 @@ def record_stage_expected() -> list[str]:
     records = [
         (split, position, out)
         for split, position, event in support.source().all_records()
-        for out in run_record_stages(pre, event)  # type: ignore[arg-type]
+        for out in run_record_stages(pre, event)
     ]
     outputs = (json.loads(line) for line in expected_output(records))
-    return sorted(
-        to_json_line(o)
-        for out in outputs
-        for o in run_record_stages(post, out)  # type: ignore[arg-type]
-    )
+    return sorted(to_json_line(o) for out in outputs for o in run_record_stages(post, out))
 
 
 def crash_then_restore(spark: Any, make: Callable[[], Pipeline], ckpt: Path) -> Pipeline:
@@ -202,11 +199,11 @@ def test_a_stage_between_key_by_and_process_is_refused() -> None:
 def test_record_stages_run_in_order() -> None:
     stages = record_stage_pipeline("order", Path("unused")).pre_key_stages
     cart = {"user": "u", "ts": 1, "page": "cart", "amount": 2}
-    assert list(run_record_stages(stages, cart)) == [  # type: ignore[arg-type]
+    assert list(run_record_stages(stages, cart)) == [
         {"user": "u", "ts": 1, "page": "cart", "amount": 200},
         {"user": "u", "ts": 1, "page": "fee", "amount": 9900},
     ]
-    assert list(run_record_stages(stages, {**cart, "page": "help"})) == []  # type: ignore[arg-type]
+    assert list(run_record_stages(stages, {**cart, "page": "help"})) == []
 
 
 def test_bad_dataframe_schemas_are_named(spark: Any) -> None:
@@ -257,3 +254,12 @@ def test_a_dataframe_stage_that_aggregates_before_key_by(spark: Any, tmp_path: P
     for _, _, event in support.source().all_records():
         offline[event["user"]] = offline.get(event["user"], 0) + event["amount"]
     assert final == offline
+
+
+def test_a_dataframe_stage_takes_dicts_and_names_itself_when_it_does_not_get_one() -> None:
+    to_row = ToRow("enrich", ("user", "amount"))
+    row = to_row((("gen-0", 3), {"user": "u", "amount": 5, "page": "home"}))
+    assert row[:2] == ("u", 5)  # the schema's fields only, then the pickled order
+    assert pickle.loads(row[2]) == ("gen-0", 3)
+    with pytest.raises(TypeError, match="'enrich' takes records that are dicts, got tuple"):
+        to_row((("gen-0", 4), ("u", 5)))
