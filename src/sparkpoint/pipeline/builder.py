@@ -1,4 +1,7 @@
-"""The pipeline API: source → key_by → process → sink, and the job graph it makes.
+"""The pipeline API: source → [stages] → key_by → process → [stages] → sink, and the
+job graph it makes. Stages (``map``, ``filter``, ``flat_map``, ``dataframe``) called
+before ``key_by`` run on each record before it is keyed; called after ``process``, on
+the keyed function's outputs before the sink (stages.py).
 
 >>> from sparkpoint.pipeline.examples.clicks import ClickTotals
 >>> from sparkpoint.pipeline import ClickEventSource, Pipeline, TransactionalFileSink
@@ -21,6 +24,15 @@ from sparkpoint.checkpoint import JobGraph, OperatorSpec, validate_job_id
 from sparkpoint.pipeline.functions import KeyedProcessFunction
 from sparkpoint.pipeline.sink import Sink
 from sparkpoint.pipeline.sources.base import Source
+from sparkpoint.pipeline.stages import (
+    FILTER,
+    FLAT_MAP,
+    MAP,
+    DataFrameStage,
+    RecordStage,
+    Stage,
+    stage_name,
+)
 from sparkpoint.pipeline.state_backend import StateBackend, default_state_backend, state_backend
 from sparkpoint.statefiles import default_max_parallelism
 
@@ -29,7 +41,8 @@ from sparkpoint.statefiles import default_max_parallelism
 class Pipeline:
     """An immutable description; each builder call returns a new one. Every operator
     has a stable uid (defaults ``source``, ``process``, ``sink``): uids, not positions,
-    match state to operators on restore, so keep them when changing a job."""
+    match state to operators on restore, so keep them when changing a job. Stages have
+    no state and no uid: they are not operators of the job graph (docs/pipeline.md)."""
 
     job_id: str
     parallelism: int = 4
@@ -44,6 +57,10 @@ class Pipeline:
     #: Where keyed state lives: ``memory`` (default) or ``rocksdb`` (state_backend.py).
     #: The environment variable SPARKPOINT_STATE_BACKEND sets the default.
     state_backend: StateBackend = field(default_factory=default_state_backend)
+    #: Stateless stages on each record before it is keyed, in order.
+    pre_key_stages: tuple[Stage, ...] = ()
+    #: Stateless stages on the keyed function's outputs before the sink, in order.
+    post_process_stages: tuple[Stage, ...] = ()
 
     def __post_init__(self) -> None:
         validate_job_id(self.job_id)
@@ -63,6 +80,44 @@ class Pipeline:
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)
+
+    def map(self, fn: Callable[[Any], Any], *, name: str | None = None) -> Pipeline:
+        """Each record becomes ``fn(record)``."""
+        return self._with_stage(MAP, fn, name)
+
+    def filter(self, fn: Callable[[Any], Any], *, name: str | None = None) -> Pipeline:
+        """Only records for which ``fn(record)`` is true go on."""
+        return self._with_stage(FILTER, fn, name)
+
+    def flat_map(self, fn: Callable[[Any], Any], *, name: str | None = None) -> Pipeline:
+        """Each record becomes the records of the iterable ``fn(record)`` (none or many)."""
+        return self._with_stage(FLAT_MAP, fn, name)
+
+    def dataframe(
+        self, fn: Callable[[Any], Any], *, schema: Any, name: str | None = None
+    ) -> Pipeline:
+        """``fn(df) -> DataFrame`` over each epoch's records as a DataFrame of ``schema``
+        (a StructType or a DDL string); its rows go on as dicts. Spark SQL functions, a
+        join with a static table: anything deterministic (Spark may recompute it)."""
+        return self._place(DataFrameStage(fn, schema, self._stage_name("dataframe", fn, name)))
+
+    def _with_stage(self, kind: str, fn: Callable[[Any], Any], name: str | None) -> Pipeline:
+        return self._place(RecordStage(kind, fn, self._stage_name(kind, fn, name)))
+
+    def _stage_name(self, kind: str, fn: Callable[[Any], Any], name: str | None) -> str:
+        position = len(self.pre_key_stages) + len(self.post_process_stages) + 1
+        return stage_name(kind, fn, name, position)
+
+    def _place(self, stage: Stage) -> Pipeline:
+        """Before ``key_by`` (no keyed function yet) or after ``process``."""
+        if self.function is not None:
+            return replace(self, post_process_stages=(*self.post_process_stages, stage))
+        if self.key_selector is not None:
+            raise ValueError(
+                f"pipeline {self.job_id}: stage {stage.name!r} comes between key_by and "
+                "process; put it before key_by (on records) or after process (on outputs)"
+            )
+        return replace(self, pre_key_stages=(*self.pre_key_stages, stage))
 
     def with_parallelism(self, parallelism: int) -> Pipeline:
         return replace(self, parallelism=parallelism)

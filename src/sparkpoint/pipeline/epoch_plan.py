@@ -11,8 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
+from sparkpoint.pipeline.stage_plan import run_stages
+from sparkpoint.pipeline.stages import leading_record_stages
 from sparkpoint.pipeline.state_tasks import StateTasks
-from sparkpoint.pipeline.tasks import ReadTask, SinkTask, only_state, tag_record, tag_state
+from sparkpoint.pipeline.tasks import (
+    KeyTask,
+    ReadTask,
+    SinkTask,
+    only_counts,
+    only_outputs,
+    only_state,
+    tag_output,
+    tag_record,
+    tag_state,
+)
 from sparkpoint.recovery.plan import SubtaskRestore
 from sparkpoint.storage.location import CheckpointLocation
 
@@ -102,17 +114,13 @@ class EpochPlan:
         pipeline = self._pipeline
         assert self.state is not None and pipeline.function is not None
         assert pipeline.key_selector is not None
-        records = (
-            self.sc.parallelize(ranges, max(1, len(ranges)))
-            .mapPartitions(ReadTask(reader, pipeline.key_selector))
-            .partitionBy(self._p, self.partitioner)
-        )
+        records = self._keyed_records(ranges, reader).partitionBy(self._p, self.partitioner)
         union = self.state.mapValues(tag_state).union(records.mapValues(tag_record))
         self.last_union = union
         task = self._state_tasks.epoch(pipeline.function, epoch, notices, snapshot_id)
         result = union.mapPartitionsWithIndex(task, preservesPartitioning=True)
         result = result.persist(StorageLevel.MEMORY_AND_DISK)
-        written: list[tuple[Any, int]] = result.mapPartitionsWithIndex(SinkTask(writer)).collect()
+        written = self._write(result, writer)
         # The new state is computed from the cached result by whichever job needs it
         # next (the snapshot or the next epoch), and cached then.
         self.state = result.mapPartitions(only_state, preservesPartitioning=True).persist(
@@ -128,6 +136,32 @@ class EpochPlan:
             self._epochs_since_reload = 0
         self.cache.keep(result)
         self.cache.keep(self.state)
+        return written
+
+    def _keyed_records(self, ranges: list[Any], reader: Any) -> RDD[Any]:
+        """The epoch's records, through the stages before key_by, keyed."""
+        pipeline = self._pipeline
+        assert pipeline.key_selector is not None
+        read = self.sc.parallelize(ranges, max(1, len(ranges)))
+        leading, rest = leading_record_stages(pipeline.pre_key_stages)
+        if not rest:
+            return read.mapPartitions(ReadTask(reader, pipeline.key_selector, leading))
+        ordered = run_stages(read.mapPartitions(ReadTask(reader, None, leading)), rest)
+        return ordered.mapPartitions(KeyTask(pipeline.key_selector))
+
+    def _write(self, result: RDD[Any], writer: Any) -> list[tuple[Any, int]]:
+        """The keyed function's outputs through the stages after it, to the sink. Per
+        partition of the result; after a DataFrame stage, per partition of its output
+        (beside the result's partitions, which then report only their counts)."""
+        stages = self._pipeline.post_process_stages
+        leading, rest = leading_record_stages(stages)
+        if rest:
+            outputs = run_stages(result.mapPartitionsWithIndex(only_outputs), stages)
+            result = result.mapPartitions(only_counts).union(outputs.map(tag_output))
+            leading = ()
+        written: list[tuple[Any, int]] = result.mapPartitionsWithIndex(
+            SinkTask(writer, leading)
+        ).collect()
         return written
 
     def apply_snapshot_hook(self, epoch: int, checkpoint_id: int) -> None:

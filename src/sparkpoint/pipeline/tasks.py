@@ -32,6 +32,7 @@ from sparkpoint.pipeline.operator_state import OperatorStateStore, decode_elemen
 from sparkpoint.pipeline.partitioner import Slot
 from sparkpoint.pipeline.sink import PendingFile, SinkWriter
 from sparkpoint.pipeline.sources.base import EpochRange, SplitReader
+from sparkpoint.pipeline.stages import RecordStage, run_record_stages
 from sparkpoint.recovery.plan import SubtaskRestore
 from sparkpoint.recovery.reader import read_operator_state, read_subtask_keyed_state
 from sparkpoint.statefiles.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
@@ -55,15 +56,41 @@ def tag_record(value: Any) -> tuple[int, Any]:
 
 @dataclass(frozen=True, slots=True)
 class ReadTask:
-    """Source ranges → ``(key, ((split, position), record))``."""
+    """Source ranges → ``(key, (order, record))``, or ``(order, record)`` without a
+    ``key_selector`` (records that go through a DataFrame stage before they are keyed).
+    The order is ``(split, position)``; ``stages`` (per-record, before key_by) add the
+    index of each record they make from one source record: ``(split, position, n)``."""
 
     reader: SplitReader
-    key_selector: Callable[[Any], Any]
+    key_selector: Callable[[Any], Any] | None
+    stages: tuple[RecordStage, ...] = ()
 
     def __call__(self, ranges: Iterable[EpochRange]) -> Iterator[tuple[Any, Any]]:
         for split in ranges:
             for position, record in self.reader.read(split):
-                yield self.key_selector(record), ((split.split, position), record)
+                if self.stages:
+                    outputs: Iterable[tuple[Any, Any]] = (
+                        ((split.split, position, n), out)
+                        for n, out in enumerate(run_record_stages(self.stages, record))
+                    )
+                else:
+                    outputs = (((split.split, position), record),)
+                for order, out in outputs:
+                    if self.key_selector is None:
+                        yield order, out
+                    else:
+                        yield self.key_selector(out), (order, out)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTask:
+    """``(order, record)`` → ``(key, (order, record))``."""
+
+    key_selector: Callable[[Any], Any]
+
+    def __call__(self, items: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        for order, record in items:
+            yield self.key_selector(record), (order, record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +184,26 @@ def _split_union(
     return entries, operator_state, records
 
 
+def only_outputs(index: int, items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    """An epoch's outputs as ``((partition, n), output)``: what stages after the keyed
+    function take when one of them is a DataFrame stage."""
+    n = 0
+    for tag, _, value in items:
+        if tag == OUT_VALUE:
+            yield (index, n), value
+            n += 1
+
+
+def only_counts(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    for item in items:
+        if item[0] == OUT_COUNT:
+            yield item
+
+
+def tag_output(item: tuple[Any, Any]) -> tuple[int, Any, Any]:
+    return OUT_VALUE, None, item[1]
+
+
 def only_state(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any]]:
     for tag, key, value in items:
         if tag == OUT_STATE:
@@ -165,10 +212,12 @@ def only_state(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any
 
 @dataclass(frozen=True, slots=True)
 class SinkTask:
-    """Writes one partition's outputs of an epoch (phase one of the sink) and reports
-    ``(pending file or None, records processed)``."""
+    """Writes one partition's outputs of an epoch (phase one of the sink), after the
+    per-record ``stages`` after the keyed function, and reports ``(pending file or None,
+    records processed)``."""
 
     writer: SinkWriter
+    stages: tuple[RecordStage, ...] = ()
 
     def __call__(
         self, index: int, items: Iterable[tuple[int, Any, Any]]
@@ -176,7 +225,7 @@ class SinkTask:
         outputs, processed = [], 0
         for tag, _, value in items:
             if tag == OUT_VALUE:
-                outputs.append(value)
+                outputs.extend(run_record_stages(self.stages, value))
             elif tag == OUT_COUNT:
                 processed += value
         yield self.writer.write(index, outputs), processed
