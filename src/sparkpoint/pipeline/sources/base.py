@@ -63,7 +63,17 @@ class Source(Protocol):
 
 
 class OffsetSource:
-    """Hooks an offset-based source does not need: its offsets say everything."""
+    """An offset-based source: ``_offsets`` (split → next offset) is its whole position,
+    moved on by the epochs that ran; the checkpoint hooks have nothing to do."""
+
+    _offsets: dict[str, int]
+
+    def advance(self, ranges: list[EpochRange]) -> None:
+        for r in ranges:
+            self._offsets[r.split] = r.end
+
+    def offsets(self) -> dict[str, int]:
+        return dict(self._offsets)
 
     def snapshot_state(self, checkpoint_id: int) -> None:
         """Nothing to do: offsets are read by ``offsets()``."""

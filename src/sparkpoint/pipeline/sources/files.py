@@ -108,13 +108,6 @@ class FileSource(OffsetSource):
                     break  # the first files (by name) first, like Spark's maxFilesPerTrigger
         return ranges
 
-    def advance(self, ranges: list[EpochRange]) -> None:
-        for r in ranges:
-            self._offsets[r.split] = r.end
-
-    def offsets(self) -> dict[str, int]:
-        return dict(self._offsets)
-
     @property
     def exhausted(self) -> bool:
         return False  # a directory can always get more files

@@ -92,13 +92,6 @@ class ClickEventSource(OffsetSource):
                 ranges.append(EpochRange(split, start, end))
         return ranges
 
-    def advance(self, ranges: list[EpochRange]) -> None:
-        for r in ranges:
-            self._offsets[r.split] = r.end
-
-    def offsets(self) -> dict[str, int]:
-        return dict(self._offsets)
-
     @property
     def exhausted(self) -> bool:
         return self._limit is not None and all(o >= self._limit for o in self._offsets.values())

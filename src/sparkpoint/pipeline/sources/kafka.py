@@ -319,13 +319,6 @@ class KafkaSource(OffsetSource):
                 ranges.append(EpochRange(split, start, end))
         return ranges
 
-    def advance(self, ranges: list[EpochRange]) -> None:
-        for r in ranges:
-            self._offsets[r.split] = r.end
-
-    def offsets(self) -> dict[str, int]:
-        return dict(self._offsets)
-
     @property
     def exhausted(self) -> bool:
         if not self.bounded or self._bounds is None:
