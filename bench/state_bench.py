@@ -159,6 +159,8 @@ def main() -> None:
     parser.add_argument("--results", type=Path, help="append each row as JSON to this file")
     parser.add_argument("--plot", type=Path, metavar="RESULTS",
                         help="draw docs/img/state-bench.png from a --results file")  # fmt: skip
+    parser.add_argument("--table", type=Path, metavar="RESULTS",
+                        help="print the table of a --results file")  # fmt: skip
     parser.add_argument("--role", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--dist", choices=["hot", "uniform"], help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
@@ -168,11 +170,18 @@ def main() -> None:
     if args.role:
         role_main(args)
         return
-    if args.plot:
-        from state_bench_plot import plot
+    if args.plot or args.table:
+        rows = [json.loads(line) for line in (args.plot or args.table).read_text().splitlines()
+                if line]  # fmt: skip
+        if args.plot:
+            from state_bench_plot import plot
 
-        rows = [json.loads(line) for line in args.plot.read_text().splitlines() if line]
-        print(plot(rows, Path(__file__).parents[1] / "docs" / "img" / "state-bench.png"))
+            print(plot(rows, Path(__file__).parents[1] / "docs" / "img" / "state-bench.png"))
+            return
+        print(HEADER)
+        order = {"hot": 0, "uniform": 1} | {s: i for i, s in enumerate(SYSTEMS)}
+        for row in sorted(rows, key=lambda r: (r["keys"], order[r["dist"]], order[r["system"]])):
+            print(format_row(row))
         return
     print(HEADER, flush=True)
     for keys in args.keys:
