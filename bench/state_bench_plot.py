@@ -22,7 +22,7 @@ def plot(rows: list[dict[str, Any]], target: Path) -> Path:
     logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.6))
     for system, colour in COLOURS.items():
         for dist, style in (("hot", "-"), ("uniform", "--")):
             found = sorted(
@@ -48,8 +48,9 @@ def plot(rows: list[dict[str, Any]], target: Path) -> Path:
               title="Bytes per checkpoint")  # fmt: skip
     for axis in (left, right):
         axis.grid(True, which="both", alpha=0.3)
-    right.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
+    handles, labels = right.get_legend_handles_labels()  # every system has bytes
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     target.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(target, dpi=110)
     return target
