@@ -68,17 +68,18 @@ def flink_home() -> Path:
     return home
 
 
-def build_job(home: Path, work: Path) -> Path:
-    """Compile the anchor job against Flink's jars; return the jar."""
+def build_job(home: Path, work: Path, source: Path = JOB_SOURCE) -> Path:
+    """Compile an anchor job (default: the failover bench's) against Flink's jars; return
+    the jar."""
     for tool in ("javac", "jar"):
         if shutil.which(tool) is None:
             raise FlinkUnavailable(f"`{tool}` not found: the Flink anchor needs a JDK 17")
     classes = work / "classes"
     classes.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        ["javac", "-d", str(classes), "-cp", f"{home / 'lib'}/*", str(JOB_SOURCE)], check=True
+        ["javac", "-d", str(classes), "-cp", f"{home / 'lib'}/*", str(source)], check=True
     )
-    jar = work / "running-sum.jar"
+    jar = work / f"{source.stem}.jar"
     subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "sparkpointbench"], check=True)
     return jar
 
