@@ -20,6 +20,7 @@ import os
 import tempfile
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, BinaryIO, TypeVar, cast
@@ -239,11 +240,18 @@ class WebHdfsFileSystem:
                         "HDFS auth 'kerberos' needs the requests-kerberos package "
                         "(pip install 'hdfs[kerberos]') and a Kerberos ticket"
                     ) from exc
-                self._client_instance = KerberosClient(self.address, timeout=self.timeout)
-            else:
-                self._client_instance = InsecureClient(
-                    self.address, user=self.user, timeout=self.timeout
+                session = requests.Session()
+                self._client_instance = KerberosClient(
+                    self.address, timeout=self.timeout, session=session
                 )
+            else:
+                session = requests.Session()
+                self._client_instance = InsecureClient(
+                    self.address, user=self.user, timeout=self.timeout, session=session
+                )
+            # The pooled connections close with this filesystem, not whenever the garbage
+            # collector finds their sockets (a ResourceWarning, and descriptors held).
+            weakref.finalize(self, session.close)
         return self._client_instance
 
     def _hdfs_path(self, path: str) -> tuple[Uri, str]:
