@@ -70,11 +70,14 @@ class Harness:
         self.service = service
         self.observer = observer
         self.pipeline = support.pipeline(JOB, out, 2)
-        self.channel = RemoteChannel(
-            [service.address.split("://", 1)[1]], checkpoint_config={"interval_ms": MANUAL}
-        )
+        self.channel = self._channel()
         self.driver = PipelineDriver(self.pipeline, spark, self.channel, inline_threshold=0)
         self.storage = CheckpointStorage(f"{hdfs.webhdfs_uri}/tmp/ckpt")
+
+    def _channel(self) -> RemoteChannel:
+        """A driver's channel to the service, checkpoints triggered by the test only."""
+        address = self.service.address.split("://", 1)[1]
+        return RemoteChannel([address], checkpoint_config={"interval_ms": MANUAL})
 
     def stored(self) -> list[int]:
         """The completed checkpoints as ZooKeeper holds them."""
@@ -123,9 +126,7 @@ class Harness:
         checkpoint (its state files read back from HDFS) and running to the end."""
         latest = max(self.stored())
         self.driver.close()
-        self.channel = RemoteChannel(
-            [self.service.address.split("://", 1)[1]], checkpoint_config={"interval_ms": MANUAL}
-        )
+        self.channel = self._channel()
         self.driver = PipelineDriver(self.pipeline, spark, self.channel, inline_threshold=0)
         restored = self.driver.start()
         assert restored is not None and restored.checkpoint_id == latest, restored

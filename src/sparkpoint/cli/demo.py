@@ -13,8 +13,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from sparkpoint.cli.hdfs import DEFAULT_DIR as HDFS_DEFAULT_DIR
-from sparkpoint.cli.hdfs import DIR_ENVVAR as HDFS_DIR_ENVVAR
+from sparkpoint.cli.hdfs import hdfs_dir_option
 from sparkpoint.demo.run import JOB, RETAINED, Demo, DemoOptions
 from sparkpoint.demo.storage import hdfs_checkpoints
 from sparkpoint.devcluster.hdfs import HdfsLaunchError
@@ -121,10 +120,7 @@ def _log_event(console: Console, event: dict[str, Any]) -> None:
               help="Where checkpoints go: the local disk, or a real HDFS (the one of "
                    "`sparkpoint hdfs start --dir HDFS_DIR`, else one started for the "
                    "demo).")  # fmt: skip
-@click.option("--hdfs-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=HDFS_DEFAULT_DIR, show_default=True, envvar=HDFS_DIR_ENVVAR,
-              show_envvar=True,
-              help="The --dir of `sparkpoint hdfs start` (with --storage hdfs).")  # fmt: skip
+@hdfs_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
 def demo(
     kill_leader_every: float | None,

@@ -17,8 +17,7 @@ import click
 from rich.console import Console
 
 from sparkpoint.cli.common import zookeeper_options
-from sparkpoint.cli.hdfs import DEFAULT_DIR as HDFS_DEFAULT_DIR
-from sparkpoint.cli.hdfs import DIR_ENVVAR as HDFS_DIR_ENVVAR
+from sparkpoint.cli.hdfs import hdfs_dir_option
 from sparkpoint.devcluster.zookeeper import ZooKeeperLaunchError
 from sparkpoint.drills.chaos import FAULTS, PIPELINE_FAULTS, ChaosOptions, run_chaos
 from sparkpoint.drills.cluster import DrillError
@@ -80,10 +79,7 @@ def target_options(func: F) -> F:
                           "HDFS (the one of `sparkpoint hdfs start --dir HDFS_DIR`, else one "
                           "started for the drill). With hdfs, chaos adds datanode-kill and "
                           "namenode-restart."),
-        click.option("--hdfs-dir", type=click.Path(file_okay=False, path_type=Path),
-                     default=HDFS_DEFAULT_DIR, show_default=True, envvar=HDFS_DIR_ENVVAR,
-                     show_envvar=True,
-                     help="The --dir of `sparkpoint hdfs start` (with --storage hdfs)."),
+        hdfs_dir_option,
         click.option("--restart-command", metavar="CMD",
                      help="Deployment: shell command restarting a signalled replica "
                           "({instance_id}, {pid} filled in); default: its supervisor does."),

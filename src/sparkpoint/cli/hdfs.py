@@ -30,6 +30,17 @@ def hdfs_group() -> None:
     """
 
 
+#: ``--hdfs-dir`` of the commands that use this HDFS (the demo, the drills).
+hdfs_dir_option = click.option(
+    "--hdfs-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DIR,
+    show_default=True,
+    envvar=DIR_ENVVAR,
+    show_envvar=True,
+    help="The --dir of `sparkpoint hdfs start` (with --storage hdfs).",
+)
+
 _dir_option = server_dir_option(
     DEFAULT_DIR,
     "Where the daemons keep their configuration, data, logs and the launcher's state.",

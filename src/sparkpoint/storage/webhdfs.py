@@ -232,6 +232,7 @@ class WebHdfsFileSystem:
 
     def _client(self) -> Client:
         if self._client_instance is None:
+            session = requests.Session()
             if self.auth == "kerberos":
                 try:
                     from hdfs.ext.kerberos import KerberosClient
@@ -240,12 +241,10 @@ class WebHdfsFileSystem:
                         "HDFS auth 'kerberos' needs the requests-kerberos package "
                         "(pip install 'hdfs[kerberos]') and a Kerberos ticket"
                     ) from exc
-                session = requests.Session()
                 self._client_instance = KerberosClient(
                     self.address, timeout=self.timeout, session=session
                 )
             else:
-                session = requests.Session()
                 self._client_instance = InsecureClient(
                     self.address, user=self.user, timeout=self.timeout, session=session
                 )
