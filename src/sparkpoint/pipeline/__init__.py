@@ -1,6 +1,7 @@
 """The PySpark pipeline runtime: the only package that imports pyspark.
 
-A pipeline is source → key_by → a keyed stateful function → a transactional sink,
+A pipeline is source → [stages] → key_by → a keyed stateful function (with timers, or
+a window) → [stages] → a transactional sink and side-output sinks,
 executed on Spark in epochs and checkpointed through the coordinator (docs/architecture.md §7).
 pyspark itself is imported only where Spark is touched (the epoch plan and the tasks),
 so building a pipeline and its job graph needs no JVM. Executors import this package
@@ -21,11 +22,14 @@ from sparkpoint.pipeline.channel import (
 )
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.driver_status import DriverStatus
+from sparkpoint.pipeline.event_time import MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy
 from sparkpoint.pipeline.functions import (
     Context,
     InitializationContext,
     KeyedProcessFunction,
     RuntimeContext,
+    SideOutput,
+    TimerContext,
 )
 from sparkpoint.pipeline.keyed_state import (
     ListState,
@@ -53,6 +57,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "MAX_WATERMARK",
+    "MIN_WATERMARK",
     "CheckpointAborted",
     "CheckpointChannel",
     "CheckpointCompleted",
@@ -77,10 +83,13 @@ __all__ = [
     "RunNotice",
     "RunSuperseded",
     "RuntimeContext",
+    "SideOutput",
     "Slot",
     "Source",
+    "TimerContext",
     "TransactionalFileSink",
     "TriggerCheckpoint",
     "ValueState",
     "ValueStateDescriptor",
+    "WatermarkStrategy",
 ]

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec, validate_job_id
+from sparkpoint.pipeline.event_time import WatermarkStrategy
 from sparkpoint.pipeline.functions import KeyedProcessFunction
 from sparkpoint.pipeline.sink import Sink
 from sparkpoint.pipeline.sources.base import Source
@@ -35,6 +36,13 @@ from sparkpoint.pipeline.stages import (
 )
 from sparkpoint.pipeline.state_backend import StateBackend, default_state_backend, state_backend
 from sparkpoint.statefiles import default_max_parallelism
+
+if TYPE_CHECKING:
+    from sparkpoint.pipeline.windows import (
+        AggregateFunction,
+        ProcessWindowFunction,
+        WindowAssigner,
+    )
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,10 @@ class Pipeline:
     pre_key_stages: tuple[Stage, ...] = ()
     #: Stateless stages on the keyed function's outputs before the sink, in order.
     post_process_stages: tuple[Stage, ...] = ()
+    #: How records carry event time (None: no event time; event-time timers never fire).
+    watermark_strategy: WatermarkStrategy | None = None
+    #: Sinks of side outputs (``ctx.output(tag, value)``), by tag.
+    side_sinks: tuple[tuple[str, Sink], ...] = ()
 
     def __post_init__(self) -> None:
         validate_job_id(self.job_id)
@@ -80,6 +92,58 @@ class Pipeline:
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)
+
+    def side_output(self, tag: str, sink: Sink) -> Pipeline:
+        """Values the keyed function emits with ``ctx.output(tag, value)`` (a window's
+        late records: tag ``"late"``) go to ``sink``, committed with the main sink's
+        transactions. A side output without a sink is dropped."""
+        if not tag or any(t == tag for t, _ in self.side_sinks):
+            raise ValueError(f"pipeline {self.job_id}: side output tag {tag!r} is empty or taken")
+        return replace(self, side_sinks=(*self.side_sinks, (tag, sink)))
+
+    def sinks(self) -> Sink:
+        """The sink operator's sink: the main one, or it and the side outputs' sinks."""
+        assert self.sink_op is not None
+        if not self.side_sinks:
+            return self.sink_op
+        from sparkpoint.pipeline.routed_sink import RoutedSink
+
+        return RoutedSink(self.sink_op, self.side_sinks)
+
+    def assign_timestamps(self, strategy: WatermarkStrategy) -> Pipeline:
+        """Event time: ``strategy.timestamp(record)`` of each record as it reaches the
+        keyed function (after the stages before ``key_by``), watermarks per source split
+        (event_time.py)."""
+        if not isinstance(strategy, WatermarkStrategy):
+            raise TypeError(
+                f"pipeline {self.job_id}: assign_timestamps takes a WatermarkStrategy, "
+                f"got {type(strategy).__name__}"
+            )
+        return replace(self, watermark_strategy=strategy)
+
+    def window(
+        self,
+        assigner: WindowAssigner,
+        *,
+        reduce: Callable[[Any, Any], Any] | None = None,
+        aggregate: AggregateFunction | None = None,
+        process: ProcessWindowFunction | None = None,
+        allowed_lateness_ms: int = 0,
+        uid: str = "window",
+    ) -> Pipeline:
+        """A windowed keyed stage (windows.py): one of ``reduce``, ``aggregate`` or
+        ``process`` per window and key. Records too late for every window they belong to
+        go to the side output ``"late"``."""
+        from sparkpoint.pipeline.windows import WindowOperator
+
+        operator = WindowOperator(
+            assigner,
+            reduce=reduce,
+            aggregate=aggregate,
+            process=process,
+            allowed_lateness_ms=allowed_lateness_ms,
+        )
+        return self.process(operator, uid=uid)
 
     def map(self, fn: Callable[[Any], Any], *, name: str | None = None) -> Pipeline:
         """Each record becomes ``fn(record)``."""

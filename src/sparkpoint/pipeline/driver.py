@@ -35,6 +35,7 @@ from sparkpoint.pipeline.channel import (
     RunSuperseded,
     TriggerCheckpoint,
 )
+from sparkpoint.pipeline.driver_clock import SOURCE_WATERMARKS, EpochClock
 from sparkpoint.pipeline.driver_snapshots import (
     SINK_TRANSACTIONS,
     SOURCE_OFFSETS,
@@ -87,6 +88,7 @@ class PipelineDriver:
         on_epoch: Callable[[DriverStatus], None] | None = None,
         lineage_limit: int = 25,
         standby: bool = False,
+        timer_interval_ms: int = 1000,
     ) -> None:
         pipeline.validate()
         self.pipeline = pipeline
@@ -114,8 +116,9 @@ class PipelineDriver:
         check_state_in_place(self.sc.getConf(), pipeline.state_backend)
         self._plan = EpochPlan(self.sc, pipeline, self._state_tasks, lineage_limit)
         self._source = pipeline.source_op
-        self._sink = pipeline.sink_op
-        assert self._source is not None and self._sink is not None
+        self._sink = pipeline.sinks()
+        assert self._source is not None and pipeline.function is not None
+        self._clock = EpochClock(pipeline.function, pipeline.watermark_strategy, timer_interval_ms)
         self._triggers: list[TriggerCheckpoint] = []
         self._granted_notices: list[RunNotice] = []
         self._function_notices: list[tuple[str, int]] = []
@@ -160,6 +163,9 @@ class PipelineDriver:
         uid = self.pipeline
         source_elements = restored_elements(plan, uid.source_uid, SOURCE_OFFSETS)
         self._source.restore(dict(decode_element(e) for e in source_elements))
+        self._clock.restore(
+            decode_element(e) for e in restored_elements(plan, uid.source_uid, SOURCE_WATERMARKS)
+        )
         self._sink.restore(restored_elements(plan, uid.sink_uid, SINK_TRANSACTIONS))
         self._plan.load_state(plan.operators[uid.process_uid].subtasks)
         self._state_tasks.restored(plan.operators[uid.process_uid].subtasks)
@@ -240,7 +246,11 @@ class PipelineDriver:
             return False  # stopping: after the savepoint's snapshot nothing more runs
         trigger = self._triggers.pop(0) if self._triggers else None
         ranges = self._source.plan_epoch()
-        if not ranges and trigger is None:
+        if (
+            not ranges
+            and trigger is None
+            and not self._clock.wants_epoch_without_records(self._source.exhausted)
+        ):
             return False
         self._run_epoch(ranges, trigger)
         return True
@@ -249,6 +259,7 @@ class PipelineDriver:
         assert self._source is not None and self._sink is not None
         epoch = self.status.epoch + 1
         notices, self._function_notices = tuple(self._function_notices), []
+        clock = self._clock.epoch_time()
         written = self._plan.run_epoch(
             ranges,
             self._source.reader(),
@@ -256,11 +267,15 @@ class PipelineDriver:
             notices,
             trigger.checkpoint_id if trigger else None,
             self._sink.writer(self._process_tag, epoch),
+            clock,
         )
         self._source.advance(ranges)
-        self._sink.epoch_written(f for f, _ in written if f is not None)
+        self._clock.after_epoch((r.split for r in ranges), written, clock)
+        self._sink.epoch_written(f for f, _, _ in written if f is not None)
         self.status.epoch = epoch
-        self.status.records += sum(n for _, n in written)
+        self.status.records += sum(n for _, n, _ in written)
+        if self._clock.tracker is not None:
+            self.status.watermark = self._clock.watermark
         if trigger is None:
             trigger = self._trigger_arrived_meanwhile()
             if trigger is not None:
@@ -314,6 +329,7 @@ class PipelineDriver:
             self._sink,
             self.pipeline.sink_uid,
             self._p,
+            self._clock.snapshot(),
         )
         if trigger.stop:
             self._stop_savepoint = cid
@@ -371,7 +387,7 @@ class PipelineDriver:
                 return
             if max_epochs is not None and ran >= max_epochs:
                 return
-            if self._source.exhausted:
+            if self._source.exhausted and not self._clock.end_of_input_pending(True):
                 return
             if self.run_epoch():
                 ran += 1

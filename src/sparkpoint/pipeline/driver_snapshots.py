@@ -3,10 +3,12 @@ the sink's transactions, one operator-state stream per subtask (docs/architectur
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sparkpoint.checkpoint import CheckpointKind, DistributionMode, OperatorSubtaskState
 from sparkpoint.pipeline.channel import Ack, TriggerCheckpoint
+from sparkpoint.pipeline.driver_clock import SOURCE_WATERMARKS
 from sparkpoint.pipeline.operator_state import encode_element
 from sparkpoint.pipeline.sink import Sink
 from sparkpoint.pipeline.sources import Source
@@ -15,7 +17,8 @@ from sparkpoint.storage import filesystem_for
 from sparkpoint.storage.location import CheckpointLocation
 from sparkpoint.storage.streams import StateOutputStream
 
-#: The state names of the source's offsets and the sink's transactions.
+#: The state names of the source's offsets and the sink's transactions (the source's
+#: event-time maxima are SOURCE_WATERMARKS, driver_clock.py).
 SOURCE_OFFSETS = "offsets"
 SINK_TRANSACTIONS = "transactions"
 
@@ -42,21 +45,29 @@ def driver_side_acks(
     sink: Sink,
     sink_uid: str,
     parallelism: int,
+    watermarks: Sequence[tuple[str, int]] = (),
 ) -> list[Ack]:
-    """Source offsets and sink transactions, one operator-state stream per subtask."""
-    offsets = sorted(source.offsets().items())
-    source_parts: list[list[bytes]] = [[] for _ in range(parallelism)]
-    for n, item in enumerate(offsets):
-        source_parts[n % parallelism].append(encode_element(item))
-    sink_parts = sink.snapshot(parallelism)
+    """Source offsets (and event-time maxima, driver_clock.py) and sink transactions,
+    one operator-state stream per subtask."""
+    source_parts: dict[str, list[list[bytes]]] = {
+        SOURCE_OFFSETS: _spread(sorted(source.offsets().items()), parallelism)
+    }
+    if watermarks:
+        source_parts[SOURCE_WATERMARKS] = _spread(watermarks, parallelism)
+    sink_parts = {SINK_TRANSACTIONS: sink.snapshot(parallelism)}
     acks: list[Ack] = []
-    for uid, name, parts in (
-        (source_uid, SOURCE_OFFSETS, source_parts),
-        (sink_uid, SINK_TRANSACTIONS, sink_parts),
-    ):
-        for i, elements in enumerate(parts):
-            acks.append((uid, i, _write_operator_state(location, uid, i, name, elements)))
+    for uid, named in ((source_uid, source_parts), (sink_uid, sink_parts)):
+        for i in range(parallelism):
+            states = {name: parts[i] for name, parts in named.items()}
+            acks.append((uid, i, _write_operator_state(location, uid, i, states)))
     return acks
+
+
+def _spread(items: Sequence[Any], parallelism: int) -> list[list[bytes]]:
+    parts: list[list[bytes]] = [[] for _ in range(parallelism)]
+    for n, item in enumerate(items):
+        parts[n % parallelism].append(encode_element(item))
+    return parts
 
 
 def restored_elements(plan: Any, uid: str, name: str) -> list[bytes]:
@@ -71,13 +82,14 @@ def restored_elements(plan: Any, uid: str, name: str) -> list[bytes]:
 
 
 def _write_operator_state(
-    location: CheckpointLocation, uid: str, subtask: int, name: str, elements: list[bytes]
+    location: CheckpointLocation, uid: str, subtask: int, states: dict[str, list[bytes]]
 ) -> OperatorSubtaskState:
     from sparkpoint.statefiles.writers import OperatorStateWriter
 
     stream: StateOutputStream = location.state_output(uid, subtask, 0)
     writer = OperatorStateWriter(stream)
-    writer.declare(name, DistributionMode.SPLIT_DISTRIBUTE)
-    for element in elements:
-        writer.add(name, DistributionMode.SPLIT_DISTRIBUTE, element)
+    for name, elements in states.items():
+        writer.declare(name, DistributionMode.SPLIT_DISTRIBUTE)
+        for element in elements:
+            writer.add(name, DistributionMode.SPLIT_DISTRIBUTE, element)
     return OperatorSubtaskState(operator=(writer.handle(stream.close_and_get_handle()),))

@@ -25,6 +25,8 @@ class DriverStatus:
     run_id: str | None = None
     #: Why the coordinator refused this run (a newer run registered); the loop stopped.
     superseded: str | None = None
+    #: The pipeline's event-time watermark after the last epoch (None: no event time).
+    watermark: int | None = None
 
     @property
     def records_per_second(self) -> float:

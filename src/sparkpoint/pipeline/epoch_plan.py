@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.builder import Pipeline
+from sparkpoint.pipeline.keyed_run import NO_TIME, EpochTime
 from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
 from sparkpoint.pipeline.stage_plan import run_stages
 from sparkpoint.pipeline.stages import leading_record_stages
@@ -105,10 +106,12 @@ class EpochPlan:
         notices: tuple[tuple[str, int], ...],
         snapshot_id: int | None,
         writer: Any,
-    ) -> list[tuple[Any, int]]:
+        time: EpochTime = NO_TIME,
+    ) -> list[tuple[Any, int, dict[str, int]]]:
         """One epoch: ``ranges`` read by ``reader``, keyed, partitioned, unioned with the
-        state and processed; outputs go to ``writer``. Returns what each partition wrote
-        (a pending file or None, and its record count); the new state is ``state``."""
+        state and processed (after the timers ``time`` makes due); outputs go to
+        ``writer``. Returns what each partition wrote (a pending file or None, its record
+        count, the largest event time per split); the new state is ``state``."""
         from pyspark import StorageLevel
 
         pipeline = self._pipeline
@@ -117,7 +120,7 @@ class EpochPlan:
         records = self._keyed_records(ranges, reader).partitionBy(self._p, self.partitioner)
         union = self.state.mapValues(tag_state).union(records.mapValues(tag_record))
         self.last_union = union
-        task = self._state_tasks.epoch(pipeline.function, epoch, notices, snapshot_id)
+        task = self._state_tasks.epoch(pipeline.function, epoch, notices, snapshot_id, time)
         result = union.mapPartitionsWithIndex(task, preservesPartitioning=True)
         result = result.persist(StorageLevel.MEMORY_AND_DISK)
         written = self._write(result, writer)
@@ -149,7 +152,7 @@ class EpochPlan:
         ordered = run_stages(read.mapPartitions(ReadTask(reader, None, leading)), rest)
         return ordered.mapPartitions(KeyTask(pipeline.key_selector))
 
-    def _write(self, result: RDD[Any], writer: Any) -> list[tuple[Any, int]]:
+    def _write(self, result: RDD[Any], writer: Any) -> list[tuple[Any, int, dict[str, int]]]:
         """The keyed function's outputs through the stages after it, to the sink. Per
         partition of the result; after a DataFrame stage, per partition of its output
         (beside the result's partitions, which then report only their counts)."""
@@ -159,7 +162,7 @@ class EpochPlan:
             outputs = run_stages(result.mapPartitionsWithIndex(only_outputs), stages)
             result = result.mapPartitions(only_counts).union(outputs.map(tag_output))
             leading = ()
-        written: list[tuple[Any, int]] = result.mapPartitionsWithIndex(
+        written: list[tuple[Any, int, dict[str, int]]] = result.mapPartitionsWithIndex(
             SinkTask(writer, leading)
         ).collect()
         return written

@@ -4,6 +4,7 @@ Lifecycle on Spark: the function object is shipped to the executors with every e
 each epoch's task of subtask ``i`` works on a fresh copy. Per task: ``initialize_state``
 (operator state restored or carried over from the previous epoch), ``open``,
 ``notify_checkpoint_complete``/``aborted`` for notices that arrived since the last epoch,
+``on_timer`` for each timer due (in timestamp order),
 ``process_element`` for each of the epoch's records of the subtask's keys (in a
 deterministic order), ``snapshot_state`` when a checkpoint is taken at the end of this
 epoch, ``close``. Keep nothing in plain attributes across epochs: use state.
@@ -11,6 +12,7 @@ epoch, ``close``. Keep nothing in plain attributes across epochs: use state.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sparkpoint.pipeline.keyed_state import (
@@ -27,6 +29,7 @@ from sparkpoint.pipeline.operator_state import (
     OperatorListStateDescriptor,
     OperatorStateStore,
 )
+from sparkpoint.pipeline.timers import EVENT_TIME, PROCESSING_TIME, TimerService
 from sparkpoint.statefiles.keys import Key
 
 V = TypeVar("V")
@@ -74,17 +77,76 @@ class InitializationContext:
         return self._store.get_list_state(descriptor)
 
 
-class Context:
-    """Given to ``process_element``: emit outputs with :meth:`collect`."""
+@dataclass(frozen=True, slots=True)
+class SideOutput:
+    """A value emitted with ``ctx.output(tag, value)``: it goes to the sink given for
+    ``tag`` (``Pipeline.side_output``), past the stages after the keyed function."""
 
-    def __init__(self, out: list[Any], subtask: int, epoch: int) -> None:
+    tag: str
+    value: Any
+
+
+class Context:
+    """Given to ``process_element``: emit outputs with :meth:`collect` (or to a side
+    output with :meth:`output`), read the time, register and delete the current key's
+    timers. ``timestamp`` is the record's event time (None without a watermark
+    strategy)."""
+
+    def __init__(
+        self, out: list[Any], subtask: int, epoch: int, timers: TimerService | None = None
+    ) -> None:
         self._out = out
         self.subtask = subtask
         self.epoch = epoch
         self.current_key: Key = None
+        self.timestamp: int | None = None
+        self._timers = timers
 
     def collect(self, value: Any) -> None:
         self._out.append(value)
+
+    def output(self, tag: str, value: Any) -> None:
+        """Emit ``value`` to the side output ``tag``."""
+        self._out.append(SideOutput(tag, value))
+
+    def _service(self) -> TimerService:
+        if self._timers is None:
+            raise RuntimeError("timers are only available while processing a record or a timer")
+        return self._timers
+
+    def current_watermark(self) -> int:
+        """The pipeline's watermark this epoch runs under (MIN_WATERMARK before any)."""
+        return self._service().watermark
+
+    def current_processing_time(self) -> int:
+        """This epoch's processing time in ms (one value per epoch, so a retried task
+        sees the same)."""
+        return self._service().processing_time_ms
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        """``on_timer`` is called once the watermark reaches ``timestamp``."""
+        self._service().register(EVENT_TIME, timestamp)
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        """``on_timer`` is called in the first epoch whose processing time reaches it."""
+        self._service().register(PROCESSING_TIME, timestamp)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._service().delete(EVENT_TIME, timestamp)
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        self._service().delete(PROCESSING_TIME, timestamp)
+
+
+class TimerContext(Context):
+    """Given to ``on_timer``: a :class:`Context` whose ``timestamp`` is the timer's and
+    whose ``time_domain`` says which clock it was on."""
+
+    time_domain: int = EVENT_TIME
+
+    @property
+    def is_event_time(self) -> bool:
+        return self.time_domain == EVENT_TIME
 
 
 class KeyedProcessFunction:
@@ -106,6 +168,10 @@ class KeyedProcessFunction:
 
     def process_element(self, key: Key, value: Any, ctx: Context) -> None:
         raise NotImplementedError
+
+    def on_timer(self, timestamp: int, key: Key, ctx: TimerContext) -> None:
+        """A timer of ``key`` registered for ``timestamp`` fired (``ctx.time_domain``);
+        state views read and write ``key``'s state."""
 
     def snapshot_state(self, checkpoint_id: int) -> None:
         """A checkpoint is taken after this epoch: bring operator state up to date.

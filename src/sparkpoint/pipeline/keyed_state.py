@@ -18,6 +18,9 @@ V = TypeVar("V")
 K = TypeVar("K")
 
 _MISSING = object()
+#: The state name a key's timers are kept under (timers.py); not for functions to use.
+TIMERS = "_timers"
+RESERVED_NAMES = frozenset({TIMERS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,8 @@ class KeyedStateBackend:
         self._has_key = True
 
     def declare(self, descriptor: StateDescriptor) -> None:
+        if descriptor.name in RESERVED_NAMES:
+            raise ValueError(f"state name {descriptor.name!r} is reserved (the key's timers)")
         known = self._declared.setdefault(descriptor.name, descriptor)
         if type(known) is not type(descriptor):
             raise ValueError(
@@ -73,6 +78,10 @@ class KeyedStateBackend:
         self._require_key()
         entry = self.entries.get(self.current_key)
         return _MISSING if entry is None else entry.get(name, _MISSING)
+
+    def get_or_none(self, name: str) -> Any:
+        found = self.get(name)
+        return None if found is _MISSING else found
 
     def put(self, name: str, value: Any) -> None:
         self._require_key()

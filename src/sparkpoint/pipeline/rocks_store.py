@@ -44,6 +44,10 @@ from sparkpoint.pipeline.state_backend import StoreSettings
 
 KEY_GROUP = struct.Struct(">H")
 U64 = struct.Struct(">Q")
+#: The timer index: ``prefix, domain, timestamp, store key`` → empty, so an epoch finds
+#: its due timers with one range scan per time domain (timers.py keeps the timers
+#: themselves in the key's entry; the index is derived from them).
+TIMER_PREFIX = b"\xfd"
 UNDO_PREFIX = b"\xfe"
 META_PREFIX = b"\xff"
 VERSION_KEY = META_PREFIX + b"version"
@@ -86,6 +90,10 @@ def _options(settings: StoreSettings) -> Options:
 
 def state_key(key_group: int, key_bytes: bytes) -> bytes:
     return KEY_GROUP.pack(key_group) + key_bytes
+
+
+def timer_index_key(domain: int, timestamp: int, store_key: bytes) -> bytes:
+    return TIMER_PREFIX + bytes((domain,)) + U64.pack(timestamp + 2**63) + store_key
 
 
 def key_group_bounds(start: int, end: int) -> tuple[bytes, bytes]:
@@ -215,6 +223,15 @@ class SubtaskStore:
         return StoreToken(token.index, token.version + 1, token.instance)
 
     # -- reading it all ---------------------------------------------------------------
+
+    def due_timer_keys(self, domain: int, up_to: int) -> Iterator[bytes]:
+        """The store keys with a timer of ``domain`` at or before ``up_to`` (one range
+        scan of the timer index; a key with several due timers comes once per timer)."""
+        lower = TIMER_PREFIX + bytes((domain,))
+        upper = lower + U64.pack(min(up_to + 2**63 + 1, 2**64 - 1))
+        skip = len(lower) + U64.size
+        for key in self._db.keys(from_key=lower, read_opt=_bounded(lower, upper)):
+            yield key[skip:]
 
     def entries(self, start: int, end: int) -> Iterator[tuple[int, bytes, bytes]]:
         """``(key group, canonical key bytes, value)`` of key groups ``start..end``, in

@@ -23,26 +23,39 @@ from typing import Any
 
 from sparkpoint.checkpoint import IncrementalKeyedStateHandle, KeyGroupRange, OperatorSubtaskState
 from sparkpoint.pipeline.functions import KeyedProcessFunction
-from sparkpoint.pipeline.keyed_state import KeyedStateBackend
+from sparkpoint.pipeline.keyed_run import (
+    NO_TIME,
+    EpochTime,
+    epoch_outputs,
+    run_function,
+    uses_timers,
+)
+from sparkpoint.pipeline.keyed_state import TIMERS, KeyedStateBackend
 from sparkpoint.pipeline.operator_state import OperatorStateStore
 from sparkpoint.pipeline.partitioner import Slot
-from sparkpoint.pipeline.rocks_store import StoreMismatch, StoreToken, SubtaskStore, state_key
+from sparkpoint.pipeline.rocks_store import (
+    KEY_GROUP,
+    StoreMismatch,
+    StoreToken,
+    SubtaskStore,
+    state_key,
+    timer_index_key,
+)
 from sparkpoint.pipeline.state_backend import StoreSettings
 from sparkpoint.pipeline.store_files import is_whole, restore_whole, snapshot_store
 from sparkpoint.pipeline.tasks import (
     OUT_STATE,
     STATE,
     _attempt,
-    epoch_outputs,
     keyed_entries,
     restored_operator_state,
-    run_function,
     write_operator_snapshot,
     write_snapshot,
 )
+from sparkpoint.pipeline.timers import EVENT_TIME, PROCESSING_TIME, Timer, timers_of
 from sparkpoint.recovery.plan import SubtaskRestore
 from sparkpoint.statefiles.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
-from sparkpoint.statefiles.keys import canonical_key_bytes
+from sparkpoint.statefiles.keys import canonical_key_bytes, decode_key
 from sparkpoint.storage.location import CheckpointLocation
 
 
@@ -108,6 +121,7 @@ class RocksEpochTask:
     max_parallelism: int
     notices: tuple[tuple[str, int], ...] = ()
     snapshot_id: int | None = None
+    time: EpochTime = NO_TIME
 
     def __call__(self, index: int, items: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
         token, operator_state, records = _split(items)
@@ -120,22 +134,56 @@ class RocksEpochTask:
                     kb = canonical_key_bytes(key)
                     group = key_group_for_key_bytes(kb, self.max_parallelism)
                     key_bytes[key] = state_key(group, kb)
+            if uses_timers(self.function):
+                for store_key in self._due_timer_keys(store):
+                    key_bytes.setdefault(decode_key(store_key[KEY_GROUP.size :]), store_key)
             old = dict(zip(key_bytes, store.get_many(list(key_bytes.values())), strict=True))
             entries = {k: pickle.loads(v) for k, v in old.items() if v is not None}
+            timers_before = {k: timers_of(e) for k, e in entries.items()}
             backend = KeyedStateBackend(entries)
             operators = OperatorStateStore(operator_state)
-            out = run_function(self, backend, operators, index, records)
+            ran = run_function(self, backend, operators, index, records)
             changes = []
             for key, before in old.items():
                 entry = backend.entries.get(key)
                 after = None if entry is None else pickle.dumps(entry, protocol=5)
                 if after != before:
                     changes.append((key_bytes[key], before, after))
+                    changes.extend(
+                        timer_index_changes(
+                            key_bytes[key], timers_before.get(key, ()), timers_of(entry)
+                        )
+                    )
             new_token = store.commit_step(token, changes)
         finally:
             store.close()
         yield OUT_STATE, Slot(index), new_token
-        yield from epoch_outputs(index, operators, out, len(records))
+        yield from epoch_outputs(index, operators, ran)
+
+    def _due_timer_keys(self, store: SubtaskStore) -> Iterator[bytes]:
+        yield from store.due_timer_keys(EVENT_TIME, self.time.watermark)
+        yield from store.due_timer_keys(PROCESSING_TIME, self.time.processing_time_ms)
+
+
+def timer_index_changes(
+    store_key: bytes, before: tuple[Timer, ...], after: tuple[Timer, ...]
+) -> Iterator[tuple[bytes, bytes | None, bytes | None]]:
+    """The timer-index entries of one key that a step adds and removes."""
+    old, new = set(before), set(after)
+    for ts, domain in old - new:
+        yield timer_index_key(domain, ts, store_key), b"", None
+    for ts, domain in new - old:
+        yield timer_index_key(domain, ts, store_key), None, b""
+
+
+def with_timer_index(entries: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+    """Store entries and the timer-index entries of their timers (a store built from
+    key-group streams, which carry timers in the entries only)."""
+    for store_key, value in entries:
+        yield store_key, value
+        if TIMERS.encode() in value:  # cheap test before unpickling
+            for ts, domain in timers_of(pickle.loads(value)):
+                yield timer_index_key(domain, ts, store_key), b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +276,7 @@ class RocksLoadTask:
             ):
                 store = restore_whole(whole, path, self.place.settings)
             else:
-                entries = (
+                entries = with_timer_index(
                     (state_key(group, key_bytes), value)
                     for group, key_bytes, value in keyed_entries(
                         subtask, self.max_parallelism, path.parent

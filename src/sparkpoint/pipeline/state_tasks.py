@@ -10,6 +10,7 @@ from typing import Any
 
 from sparkpoint.checkpoint import IncrementalKeyedStateHandle, OperatorSubtaskState
 from sparkpoint.pipeline.functions import KeyedProcessFunction
+from sparkpoint.pipeline.keyed_run import NO_TIME, EpochTime
 from sparkpoint.pipeline.state_backend import StateBackend
 from sparkpoint.pipeline.tasks import EpochTask, LoadTask, SnapshotTask
 from sparkpoint.recovery.plan import SubtaskRestore
@@ -54,12 +55,15 @@ class StateTasks:
         epoch: int,
         notices: tuple[tuple[str, int], ...] = (),
         snapshot_id: int | None = None,
+        time: EpochTime = NO_TIME,
     ) -> Task:
         if self._place is None:
-            return EpochTask(function, epoch, self._p, notices, snapshot_id)
+            return EpochTask(function, epoch, self._p, notices, snapshot_id, time)
         from sparkpoint.pipeline.rocks_tasks import RocksEpochTask
 
-        return RocksEpochTask(function, epoch, self._p, self._place, self._m, notices, snapshot_id)
+        return RocksEpochTask(
+            function, epoch, self._p, self._place, self._m, notices, snapshot_id, time
+        )
 
     def snapshot(self, location: CheckpointLocation) -> Task:
         """Yields ``(index, state or decline reason, store token or None)``. On the

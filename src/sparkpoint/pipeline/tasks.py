@@ -21,11 +21,16 @@ from sparkpoint.checkpoint import (
     OperatorStateHandle,
     OperatorSubtaskState,
 )
-from sparkpoint.pipeline.functions import (
-    Context,
-    InitializationContext,
-    KeyedProcessFunction,
-    RuntimeContext,
+from sparkpoint.pipeline.event_time import merge_maxima
+from sparkpoint.pipeline.functions import KeyedProcessFunction, SideOutput
+from sparkpoint.pipeline.keyed_run import (
+    NO_TIME,
+    OUT_COUNT,
+    OUT_STATE,
+    OUT_VALUE,
+    EpochTime,
+    epoch_outputs,
+    run_function,
 )
 from sparkpoint.pipeline.keyed_state import KeyedStateBackend
 from sparkpoint.pipeline.operator_state import OperatorStateStore, decode_element, encode_element
@@ -42,8 +47,6 @@ from sparkpoint.storage.location import CheckpointLocation
 
 #: Tags of the union of state and records (the value side of each pair).
 STATE, RECORD = 0, 1
-#: Tags of an epoch's result elements ``(tag, a, b)``.
-OUT_STATE, OUT_VALUE, OUT_COUNT = 0, 1, 2
 
 
 def tag_state(value: Any) -> tuple[int, Any]:
@@ -104,64 +107,16 @@ class EpochTask:
     parallelism: int
     notices: tuple[tuple[str, int], ...] = ()
     snapshot_id: int | None = None
+    time: EpochTime = NO_TIME
 
     def __call__(self, index: int, items: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
         entries, operator_state, records = _split_union(items)
         backend = KeyedStateBackend(entries)
         store = OperatorStateStore(operator_state)
-        out = run_function(self, backend, store, index, records)
+        ran = run_function(self, backend, store, index, records)
         for key, entry in backend.items():
             yield OUT_STATE, key, entry
-        yield from epoch_outputs(index, store, out, len(records))
-
-
-class EpochParameters(Protocol):
-    function: KeyedProcessFunction
-    epoch: int
-    parallelism: int
-    notices: tuple[tuple[str, int], ...]
-    snapshot_id: int | None
-
-
-def run_function(
-    task: EpochParameters,
-    backend: KeyedStateBackend,
-    store: OperatorStateStore,
-    index: int,
-    records: list[tuple[Any, Any, Any]],
-) -> list[Any]:
-    """One epoch of the keyed function over ``records`` (sorted), whatever holds the
-    state; returns its outputs."""
-    fn = task.function
-    fn.initialize_state(InitializationContext(store, index, task.parallelism))
-    fn.open(RuntimeContext(backend, index, task.parallelism, task.epoch))
-    for kind, checkpoint_id in task.notices:
-        notify = (
-            fn.notify_checkpoint_complete if kind == "complete" else fn.notify_checkpoint_aborted
-        )
-        notify(checkpoint_id)
-    out: list[Any] = []
-    ctx = Context(out, index, task.epoch)
-    for _, key, value in records:
-        backend.set_current_key(key)
-        ctx.current_key = key
-        fn.process_element(key, value, ctx)
-    if task.snapshot_id is not None:
-        fn.snapshot_state(task.snapshot_id)
-    fn.close()
-    return out
-
-
-def epoch_outputs(
-    index: int, store: OperatorStateStore, out: list[Any], processed: int
-) -> Iterator[tuple[int, Any, Any]]:
-    """An epoch's result elements after its keyed state: operator state, outputs, count."""
-    snapshot = store.snapshot()
-    if snapshot:
-        yield OUT_STATE, Slot(index), snapshot
-    for value in out:
-        yield OUT_VALUE, None, value
-    yield OUT_COUNT, index, processed
+        yield from epoch_outputs(index, store, ran)
 
 
 def _split_union(
@@ -189,14 +144,16 @@ def only_outputs(index: int, items: Iterable[tuple[int, Any, Any]]) -> Iterator[
     function take when one of them is a DataFrame stage."""
     n = 0
     for tag, _, value in items:
-        if tag == OUT_VALUE:
+        if tag == OUT_VALUE and not isinstance(value, SideOutput):
             yield (index, n), value
             n += 1
 
 
 def only_counts(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    """An epoch's counts and side outputs: what goes to the sink beside the outputs of
+    a DataFrame stage after the keyed function."""
     for item in items:
-        if item[0] == OUT_COUNT:
+        if item[0] == OUT_COUNT or (item[0] == OUT_VALUE and isinstance(item[2], SideOutput)):
             yield item
 
 
@@ -221,14 +178,22 @@ class SinkTask:
 
     def __call__(
         self, index: int, items: Iterable[tuple[int, Any, Any]]
-    ) -> Iterator[tuple[PendingFile | None, int]]:
-        outputs, processed = [], 0
+    ) -> Iterator[tuple[PendingFile | None, int, dict[str, int]]]:
+        outputs: list[Any] = []
+        side: list[SideOutput] = []
+        processed, maxima = 0, {}
         for tag, _, value in items:
             if tag == OUT_VALUE:
-                outputs.extend(run_record_stages(self.stages, value))
+                if isinstance(value, SideOutput):
+                    side.append(value)
+                else:
+                    outputs.extend(run_record_stages(self.stages, value))
             elif tag == OUT_COUNT:
-                processed += value
-        yield self.writer.write(index, outputs), processed
+                processed += value[0]
+                merge_maxima(maxima, value[1])
+        if side and getattr(self.writer, "takes_side_outputs", False):
+            outputs.extend(side)  # a routed sink's writer sends them to their sinks
+        yield self.writer.write(index, outputs), processed, maxima
 
 
 def _attempt() -> int:

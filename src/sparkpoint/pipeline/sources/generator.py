@@ -2,8 +2,9 @@
 
 Record ``i`` of split ``s`` is a pure function of ``(seed, s, i)``. Each user's clicks
 come from one split only (user index ≡ split mod splits) and their timestamps rise with
-``i``, so every user sees its clicks in one well-defined order however the stream is cut
-into epochs — which makes per-user results computable offline.
+``i`` (unless made out of order or late, for event-time tests), so every user sees its
+clicks in one well-defined order however the stream is cut into epochs — which makes
+per-user results computable offline.
 """
 
 from __future__ import annotations
@@ -32,15 +33,24 @@ class ClickEventReader:
     splits: int
     users: int
     start_ts_ms: int
+    out_of_order_ms: int = 0
+    late_every: int = 0
+    late_by_ms: int = 600_000
 
     def event(self, split: int, index: int) -> dict[str, Any]:
         x = _mix((self.seed * 1_000_003 + split) * 0x100000001 + index)
         per_split = max(1, self.users // self.splits)
         user = (x % per_split) * self.splits + split
+        # 50 ms apart plus up to 49 ms of jitter: strictly rising within a split, unless
+        # the stream is made out of order (up to out_of_order_ms earlier) or late.
+        ts = self.start_ts_ms + index * 50 + (x >> 20) % 50
+        if self.out_of_order_ms:
+            ts -= (x >> 40) % self.out_of_order_ms
+        if self.late_every and index % self.late_every == self.late_every - 1:
+            ts -= self.late_by_ms
         return {
             "user": f"user-{user:05d}",
-            # 50 ms apart plus up to 49 ms of jitter: strictly rising within a split.
-            "ts": self.start_ts_ms + index * 50 + (x >> 20) % 50,
+            "ts": ts,
             "page": PAGES[(x >> 8) % len(PAGES)],
             "amount": (x >> 32) % 10_000,
         }
@@ -53,7 +63,9 @@ class ClickEventReader:
 
 class ClickEventSource(OffsetSource):
     """``splits`` generator splits; ``records_per_epoch`` records per epoch in total;
-    ``records_per_split`` bounds the stream (None: endless).
+    ``records_per_split`` bounds the stream (None: endless). For event time:
+    ``out_of_order_ms`` moves each timestamp back by up to that much, and every
+    ``late_every``-th record of a split (0: none) comes ``late_by_ms`` late.
 
     >>> src = ClickEventSource(splits=2, records_per_epoch=4, records_per_split=3)
     >>> src.plan_epoch()
@@ -69,10 +81,17 @@ class ClickEventSource(OffsetSource):
         records_per_split: int | None = None,
         seed: int = 7,
         start_ts_ms: int = 1_700_000_000_000,
+        out_of_order_ms: int = 0,
+        late_every: int = 0,
+        late_by_ms: int = 600_000,
     ) -> None:
         if splits < 1 or records_per_epoch < splits:
             raise ValueError("need at least one split and one record per split and epoch")
-        self._reader = ClickEventReader(seed, splits, users, start_ts_ms)
+        if out_of_order_ms < 0 or late_every < 0 or late_by_ms < 0:
+            raise ValueError("out_of_order_ms, late_every and late_by_ms must not be negative")
+        self._reader = ClickEventReader(
+            seed, splits, users, start_ts_ms, out_of_order_ms, late_every, late_by_ms
+        )
         self._per_split = records_per_epoch // splits
         self._limit = records_per_split
         self._offsets = {f"gen-{s}": 0 for s in range(splits)}

@@ -1,0 +1,83 @@
+"""The driver's clocks (docs/pipeline.md, "Event time and timers"): the processing time
+and watermark each epoch runs under, the watermark carried in checkpoints, and the
+epochs without records that timers need (a processing-time timer is due although no
+record came; the end of a bounded input fires every event-time timer).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from sparkpoint.pipeline.event_time import (
+    MIN_WATERMARK,
+    WatermarkStrategy,
+    WatermarkTracker,
+    merge_maxima,
+)
+from sparkpoint.pipeline.functions import KeyedProcessFunction
+from sparkpoint.pipeline.keyed_run import EpochTime, uses_timers
+
+#: The source's operator-state name of the per-split event-time maxima.
+SOURCE_WATERMARKS = "watermarks"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class EpochClock:
+    """``timer_interval_ms``: with no new records, a pipeline whose function has timers
+    still runs an (empty) epoch this often, so processing-time timers fire and idle
+    splits release the watermark."""
+
+    def __init__(
+        self,
+        function: KeyedProcessFunction,
+        strategy: WatermarkStrategy | None,
+        timer_interval_ms: int,
+    ) -> None:
+        self.strategy = strategy
+        self.tracker = WatermarkTracker(strategy) if strategy is not None else None
+        self._timers = uses_timers(function)
+        self._interval_ms = timer_interval_ms
+        self._last_epoch_ms = now_ms()
+
+    @property
+    def watermark(self) -> int:
+        return self.tracker.current if self.tracker is not None else MIN_WATERMARK
+
+    def epoch_time(self) -> EpochTime:
+        self._last_epoch_ms = now_ms()
+        return EpochTime(self._last_epoch_ms, self.watermark, self.strategy)
+
+    def after_epoch(self, splits: Iterable[str], written: Iterable[Any], time: EpochTime) -> None:
+        """An epoch over ``splits`` ran at ``time``; ``written`` its partitions' results."""
+        if self.tracker is None:
+            return
+        maxima: dict[str, int] = {}
+        for _, _, partition_maxima in written:
+            merge_maxima(maxima, partition_maxima)
+        self.tracker.observe(splits, maxima, time.processing_time_ms)
+
+    def end_of_input_pending(self, exhausted: bool) -> bool:
+        """A bounded input ended and its last watermark has not been run yet."""
+        return exhausted and self._timers and self.tracker is not None and not self.tracker.ended
+
+    def wants_epoch_without_records(self, exhausted: bool) -> bool:
+        """No new records: is an epoch due anyway? (Marks the end of input as run.)"""
+        if not self._timers:
+            return False
+        if self.end_of_input_pending(exhausted):
+            assert self.tracker is not None
+            self.tracker.end_of_input()
+            return True
+        return now_ms() - self._last_epoch_ms >= self._interval_ms
+
+    def snapshot(self) -> list[tuple[str, int]]:
+        return self.tracker.snapshot() if self.tracker is not None else []
+
+    def restore(self, elements: Iterable[tuple[str, int]]) -> None:
+        if self.tracker is not None:
+            self.tracker.restore(elements, now_ms())
