@@ -6,7 +6,6 @@ record came; the end of a bounded input fires every event-time timer).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,13 +17,10 @@ from sparkpoint.pipeline.event_time import (
 )
 from sparkpoint.pipeline.functions import KeyedProcessFunction
 from sparkpoint.pipeline.keyed_run import EpochTime, uses_timers
+from sparkpoint.pipeline.state_ttl import now_ms
 
 #: The source's operator-state name of the per-split event-time maxima.
 SOURCE_WATERMARKS = "watermarks"
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class EpochClock:

@@ -82,6 +82,8 @@ def run_function(
         )
         notify(checkpoint_id)
     ran = EpochRun(processed=len(records))
+    if clock.processing_time_ms != NO_TIME.processing_time_ms:
+        backend.processing_time_ms = clock.processing_time_ms  # state TTLs go by it too
     timers = TimerService(backend, clock.processing_time_ms, clock.watermark)
     if uses_timers(fn):
         _fire_timers(fn, timers, backend, ran.out, index, task.epoch)

@@ -42,6 +42,7 @@ from sparkpoint.pipeline.rocks_store import (
     timer_index_key,
 )
 from sparkpoint.pipeline.state_backend import StoreSettings
+from sparkpoint.pipeline.state_ttl import live_store_entries, now_ms
 from sparkpoint.pipeline.store_files import is_whole, restore_whole, snapshot_store
 from sparkpoint.pipeline.tasks import (
     OUT_STATE,
@@ -224,7 +225,7 @@ class RocksSnapshotTask:
                 return
             groups = key_group_range_for_subtask(self.max_parallelism, self.parallelism, index)
             if self.base is None:
-                keyed = store.entries(groups.start, groups.end)
+                keyed = live_store_entries(store.entries(groups.start, groups.end), now_ms())
                 yield index, write_snapshot(self, index, keyed, operator_state), token
             else:
                 yield index, self._incremental(store, index, groups, operator_state), token

@@ -32,6 +32,7 @@ from sparkpoint.checkpoint import (
     OperatorSubtaskState,
     validate_operator_uid,
 )
+from sparkpoint.pipeline.state_ttl import unwrap
 from sparkpoint.recovery.errors import RestoreError, StateFileError
 from sparkpoint.recovery.loading import LoadedCheckpoint, load_checkpoint
 from sparkpoint.recovery.plan import SubtaskRestore
@@ -125,8 +126,12 @@ def raw_entries(
         yield from subtask_entries(operator, index, scratch)
 
 
-def decode_entries(raw: Iterable[tuple[Key, bytes]], uid: str) -> Iterator[StateEntry]:
-    """One :class:`StateEntry` per state of each key, states in name order."""
+def decode_entries(
+    raw: Iterable[tuple[Key, bytes]], uid: str, *, keep_ttl: bool = False
+) -> Iterator[StateEntry]:
+    """One :class:`StateEntry` per state of each key, states in name order; values as
+    the function sees them (a TTL's wrapper taken off, expired or not: what the
+    snapshot held), or with ``keep_ttl`` as stored (``state_ttl.TtlValue``)."""
     for key, value in raw:
         try:
             states = pickle.loads(value)
@@ -141,20 +146,21 @@ def decode_entries(raw: Iterable[tuple[Key, bytes]], uid: str) -> Iterator[State
                 "pipeline's {state name: value}"
             )
         for name in sorted(states):
-            yield StateEntry(key, name, states[name])
+            yield StateEntry(key, name, states[name] if keep_ttl else unwrap(states[name]))
 
 
 def read_state_entries(
-    pointer: str, uid: str | None = None, **fs_options: Any
+    pointer: str, uid: str | None = None, *, keep_ttl: bool = False, **fs_options: Any
 ) -> Iterator[StateEntry]:
-    """Every ``(key, state, value)`` of operator ``uid`` in the checkpoint at ``pointer``.
+    """Every ``(key, state, value)`` of operator ``uid`` in the checkpoint at ``pointer``
+    (``keep_ttl``: see :func:`decode_entries`).
 
     >>> for e in read_state_entries("/ckpt/clicks/chk-42", "process"):  # doctest: +SKIP
     ...     print(e.key, e.state, e.value)
     user-7 totals (12, 340)
     """
     _, operator = load_operator(pointer, uid, **fs_options)
-    return decode_entries(raw_entries(operator), operator.operator_uid)
+    return decode_entries(raw_entries(operator), operator.operator_uid, keep_ttl=keep_ttl)
 
 
 def to_json(value: Any) -> str:

@@ -38,6 +38,7 @@ from sparkpoint.pipeline.partitioner import Slot
 from sparkpoint.pipeline.sink import PendingFile, SinkWriter
 from sparkpoint.pipeline.sources.base import EpochRange, SplitReader
 from sparkpoint.pipeline.stages import RecordStage, run_record_stages
+from sparkpoint.pipeline.state_ttl import drop_expired, now_ms
 from sparkpoint.recovery.plan import SubtaskRestore
 from sparkpoint.recovery.reader import read_operator_state, read_subtask_keyed_state
 from sparkpoint.statefiles.keygroups import key_group_for_key_bytes, key_group_range_for_subtask
@@ -219,14 +220,14 @@ class SnapshotTask:
     def __call__(
         self, index: int, items: Iterable[tuple[Any, Any]]
     ) -> Iterator[tuple[int, OperatorSubtaskState | str, None]]:
-        keyed, operator_state = [], {}
+        keyed, operator_state, now = [], {}, now_ms()
         for key, value in items:
             if isinstance(key, Slot):
                 operator_state = value
-            else:
+            elif (live := drop_expired(value, now)) is not None:  # state TTL's cleanup
                 key_bytes = canonical_key_bytes(key)
                 group = key_group_for_key_bytes(key_bytes, self.max_parallelism)
-                keyed.append((group, key_bytes, pickle.dumps(value, protocol=5)))
+                keyed.append((group, key_bytes, pickle.dumps(live, protocol=5)))
         keyed.sort()
         yield index, write_snapshot(self, index, keyed, operator_state), None
 
