@@ -43,6 +43,7 @@ from sparkpoint.pipeline.operator_state import OperatorListState, OperatorListSt
 from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
 from sparkpoint.pipeline.sink import TransactionalFileSink
 from sparkpoint.pipeline.sources import ClickEventSource, EpochRange, FileSource, Source
+from sparkpoint.pipeline.state_ttl import StateTtlConfig
 
 if TYPE_CHECKING:
     from sparkpoint.pipeline.embedded import EmbeddedChannel
@@ -86,6 +87,7 @@ __all__ = [
     "SideOutput",
     "Slot",
     "Source",
+    "StateTtlConfig",
     "TimerContext",
     "TransactionalFileSink",
     "TriggerCheckpoint",
