@@ -1,7 +1,8 @@
-"""The pipeline API: source → [stages] → key_by → process → [stages] → sink, and the
-job graph it makes. Stages (``map``, ``filter``, ``flat_map``, ``dataframe``) called
-before ``key_by`` run on each record before it is keyed; called after ``process``, on
-the keyed function's outputs before the sink (stages.py).
+"""The pipeline API: source → [stages] → key_by → process → [stages → key_by →
+process …] → [stages] → sink, and the job graph it makes. Stages (``map``, ``filter``,
+``flat_map``, ``dataframe``) called before ``key_by`` run on each record before it is
+keyed; called after ``process``, on the keyed function's outputs, before the next
+``key_by`` or the sink (stages.py).
 
 >>> from sparkpoint.pipeline.examples.clicks import ClickTotals
 >>> from sparkpoint.pipeline import ClickEventSource, Pipeline, TransactionalFileSink
@@ -45,6 +46,18 @@ if TYPE_CHECKING:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class KeyedStage:
+    """One keyed stage: the stateless stages before its ``key_by`` (on the previous
+    keyed stage's outputs, or on the source's records for the first), its key, its
+    keyed function and the uid its state is kept under."""
+
+    stages_before: tuple[Stage, ...]
+    key_selector: Callable[[Any], Any]
+    function: KeyedProcessFunction
+    uid: str
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """An immutable description; each builder call returns a new one. Every operator
@@ -73,6 +86,9 @@ class Pipeline:
     watermark_strategy: WatermarkStrategy | None = None
     #: Sinks of side outputs (``ctx.output(tag, value)``), by tag.
     side_sinks: tuple[tuple[str, Sink], ...] = ()
+    #: Keyed stages after the first (re-keyed: ``.process(…).key_by(…).process(…)``); the
+    #: last one being built may still lack its function.
+    more_keyed: tuple[tuple[tuple[Stage, ...], Callable[[Any], Any], Any, str], ...] = ()
 
     def __post_init__(self) -> None:
         validate_job_id(self.job_id)
@@ -84,11 +100,38 @@ class Pipeline:
 
     def key_by(self, key_selector: Callable[[Any], Any]) -> Pipeline:
         """``key_selector(record)`` gives the key: str, bytes, int, bool, None, float or
-        a tuple of these (keys are hashed from their canonical bytes, never ``hash()``)."""
-        return replace(self, key_selector=key_selector)
+        a tuple of these (keys are hashed from their canonical bytes, never ``hash()``).
+        After a ``process``, starts another keyed stage on its outputs (re-keyed: the
+        outputs are partitioned by the new key, and the stateless stages between the
+        two run on them)."""
+        if self.function is None:
+            if self.key_selector is not None:
+                raise ValueError(f"pipeline {self.job_id}: key_by twice without process between")
+            return replace(self, key_selector=key_selector)
+        if self.more_keyed and self.more_keyed[-1][2] is None:
+            raise ValueError(f"pipeline {self.job_id}: key_by twice without process between")
+        stage = (self.post_process_stages, key_selector, None, "")
+        return replace(self, more_keyed=(*self.more_keyed, stage), post_process_stages=())
 
-    def process(self, function: KeyedProcessFunction, *, uid: str = "process") -> Pipeline:
-        return replace(self, function=function, process_uid=uid)
+    def process(self, function: KeyedProcessFunction, *, uid: str | None = None) -> Pipeline:
+        """The keyed function of the stage ``key_by`` began. ``uid`` names its state
+        (default ``process``, then ``process-2``, ``process-3`` … for later stages)."""
+        if self.more_keyed:
+            before, key, found, _ = self.more_keyed[-1]
+            if found is not None:
+                raise ValueError(f"pipeline {self.job_id}: process needs a key_by before it")
+            uid = uid or f"process-{len(self.more_keyed) + 1}"
+            return replace(self, more_keyed=(*self.more_keyed[:-1], (before, key, function, uid)))
+        if self.function is not None:
+            raise ValueError(f"pipeline {self.job_id}: process needs a key_by before it")
+        return replace(self, function=function, process_uid=uid or "process")
+
+    @property
+    def keyed_stages(self) -> tuple[KeyedStage, ...]:
+        """Every keyed stage, in order (validate() first: all are complete)."""
+        assert self.key_selector is not None and self.function is not None
+        first = KeyedStage(self.pre_key_stages, self.key_selector, self.function, self.process_uid)
+        return (first, *(KeyedStage(*stage) for stage in self.more_keyed))
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)
@@ -129,7 +172,7 @@ class Pipeline:
         aggregate: AggregateFunction | None = None,
         process: ProcessWindowFunction | None = None,
         allowed_lateness_ms: int = 0,
-        uid: str = "window",
+        uid: str | None = None,
     ) -> Pipeline:
         """A windowed keyed stage (windows.py): one of ``reduce``, ``aggregate`` or
         ``process`` per window and key. Records too late for every window they belong to
@@ -143,7 +186,7 @@ class Pipeline:
             process=process,
             allowed_lateness_ms=allowed_lateness_ms,
         )
-        return self.process(operator, uid=uid)
+        return self.process(operator, uid=uid or ("window" if self.function is None else None))
 
     def map(self, fn: Callable[[Any], Any], *, name: str | None = None) -> Pipeline:
         """Each record becomes ``fn(record)``."""
@@ -174,6 +217,11 @@ class Pipeline:
 
     def _place(self, stage: Stage) -> Pipeline:
         """Before ``key_by`` (no keyed function yet) or after ``process``."""
+        if self.more_keyed and self.more_keyed[-1][2] is None:
+            raise ValueError(
+                f"pipeline {self.job_id}: stage {stage.name!r} comes between key_by and "
+                "process; put it before key_by or after process"
+            )
         if self.function is not None:
             return replace(self, post_process_stages=(*self.post_process_stages, stage))
         if self.key_selector is not None:
@@ -207,22 +255,29 @@ class Pipeline:
             )
             if value is None
         ]
+        if self.more_keyed and self.more_keyed[-1][2] is None:
+            missing.append("process after the last key_by")
         if missing:
             raise ValueError(f"pipeline {self.job_id}: missing {', '.join(missing)}")
-        uids = [self.source_uid, self.process_uid, self.sink_uid]
+        uids = [self.source_uid, *(k.uid for k in self.keyed_stages), self.sink_uid]
         if len(set(uids)) != len(uids):
             raise ValueError(f"pipeline {self.job_id}: operator uids {uids} are not unique")
 
     def job_graph(self) -> JobGraph:
-        """Three operators, all at the pipeline's parallelism; every subtask of each
-        acknowledges every checkpoint (source offsets, keyed state, sink transactions)."""
+        """The source, each keyed stage and the sink, all at the pipeline's parallelism;
+        every subtask of each acknowledges every checkpoint (source offsets, keyed
+        state, sink transactions)."""
         self.validate()
         p, m = self.parallelism, self.effective_max_parallelism
+        keyed = tuple(
+            OperatorSpec(k.uid, p, m, name="process" if n == 0 else f"process {n + 1}", keyed=True)
+            for n, k in enumerate(self.keyed_stages)
+        )
         return JobGraph(
             self.job_id,
             (
                 OperatorSpec(self.source_uid, p, m, name="source"),
-                OperatorSpec(self.process_uid, p, m, name="process", keyed=True),
+                *keyed,
                 OperatorSpec(self.sink_uid, p, m, name="sink"),
             ),
         )

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sparkpoint.checkpoint import CheckpointKind, OperatorSubtaskState
+from sparkpoint.checkpoint import CheckpointKind
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.channel import (
     Ack,
@@ -58,6 +58,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+
+
+def _index(collected: tuple[int, Any, Any]) -> int:
+    return collected[0]
 
 
 class PipelineDriver:
@@ -105,20 +109,27 @@ class PipelineDriver:
         #: A random tag of this driver process (not the coordinator's run id): it names
         #: the process's sink files and local state stores apart from any other's.
         self._process_tag = secrets.token_hex(4)
-        self._state_tasks = StateTasks(
-            pipeline.state_backend,
-            self.graph.job_id,
-            self._process_tag,
-            pipeline.process_uid,
-            self._p,
-            self._m,
-        )
+        self._stages = pipeline.keyed_stages
+        #: Per keyed stage, the tasks of its state backend.
+        self._state_tasks = [
+            StateTasks(
+                pipeline.state_backend,
+                self.graph.job_id,
+                self._process_tag,
+                k.uid,
+                self._p,
+                self._m,
+            )
+            for k in self._stages
+        ]
         check_state_in_place(self.sc.getConf(), pipeline.state_backend)
         self._plan = EpochPlan(self.sc, pipeline, self._state_tasks, lineage_limit)
         self._source = pipeline.source_op
         self._sink = pipeline.sinks()
-        assert self._source is not None and pipeline.function is not None
-        self._clock = EpochClock(pipeline.function, pipeline.watermark_strategy, timer_interval_ms)
+        assert self._source is not None
+        self._clock = EpochClock(
+            [k.function for k in self._stages], pipeline.watermark_strategy, timer_interval_ms
+        )
         self._triggers: list[TriggerCheckpoint] = []
         self._granted_notices: list[RunNotice] = []
         self._function_notices: list[tuple[str, int]] = []
@@ -152,12 +163,8 @@ class PipelineDriver:
         restored = self.channel.restore(self.graph, self._restore_from)
         if restored is None:
             self._sink.restore([])  # no checkpoint owns any earlier transaction
-            self._plan.load_state(
-                tuple(
-                    SubtaskRestore(i, key_group_range_for_subtask(self._m, self._p, i))
-                    for i in range(self._p)
-                )
-            )
+            for n in range(len(self._stages)):
+                self._plan.load_state(n, self._empty_state())
             return None
         plan = restored.plan
         uid = self.pipeline
@@ -167,8 +174,12 @@ class PipelineDriver:
             decode_element(e) for e in restored_elements(plan, uid.source_uid, SOURCE_WATERMARKS)
         )
         self._sink.restore(restored_elements(plan, uid.sink_uid, SINK_TRANSACTIONS))
-        self._plan.load_state(plan.operators[uid.process_uid].subtasks)
-        self._state_tasks.restored(plan.operators[uid.process_uid].subtasks)
+        for n, stage in enumerate(self._stages):
+            # A keyed stage the checkpoint does not have (added since) starts empty.
+            operator = plan.operators.get(stage.uid)
+            subtasks = operator.subtasks if operator is not None else self._empty_state()
+            self._plan.load_state(n, subtasks)
+            self._state_tasks[n].restored(subtasks)
         self.status.restored_from = restored.checkpoint_id
         log.info(
             "restored job %s from %s %d at parallelism %d",
@@ -178,6 +189,12 @@ class PipelineDriver:
             self._p,
         )
         return restored
+
+    def _empty_state(self) -> tuple[SubtaskRestore, ...]:
+        return tuple(
+            SubtaskRestore(i, key_group_range_for_subtask(self._m, self._p, i))
+            for i in range(self._p)
+        )
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -203,7 +220,8 @@ class PipelineDriver:
 
     def _on_complete(self, notice: CheckpointCompleted) -> None:
         committed = self._sink.commit_up_to(notice.checkpoint_id)
-        self._state_tasks.completed(notice.checkpoint_id)
+        for tasks in self._state_tasks:
+            tasks.completed(notice.checkpoint_id)
         self._source.notify_checkpoint_complete(notice.checkpoint_id)
         self._function_notices.append(("complete", notice.checkpoint_id))
         self.status.completed.append(notice.checkpoint_id)
@@ -259,7 +277,7 @@ class PipelineDriver:
         assert self._source is not None and self._sink is not None
         epoch = self.status.epoch + 1
         notices, self._function_notices = tuple(self._function_notices), []
-        clock = self._clock.epoch_time()
+        times = self._clock.epoch_times()
         written = self._plan.run_epoch(
             ranges,
             self._source.reader(),
@@ -267,10 +285,10 @@ class PipelineDriver:
             notices,
             trigger.checkpoint_id if trigger else None,
             self._sink.writer(self._process_tag, epoch),
-            clock,
+            times,
         )
         self._source.advance(ranges)
-        self._clock.after_epoch((r.split for r in ranges), written, clock)
+        self._clock.after_epoch((r.split for r in ranges), written, times[0])
         self._sink.epoch_written(f for f, _, _ in written if f is not None)
         self.status.epoch = epoch
         self.status.records += sum(n for _, n, _ in written)
@@ -304,23 +322,25 @@ class PipelineDriver:
         location = checkpoint_location(trigger, self.graph.job_id, self._inline_threshold)
         self._sink.pre_commit(cid)
         self._source.snapshot_state(cid)
-        collected = self._plan.snapshot(location)
-        results = {i: state for i, state, _ in collected}
-        tokens = {i: token for i, _, token in collected}
-        declined = [(i, r) for i, r in sorted(results.items()) if isinstance(r, str)]
-        if declined:
-            index, reason = declined[0]
-            log.warning("checkpoint %d declined by subtask %d: %s", cid, index, reason)
-            try:
-                self.channel.decline(cid, self.pipeline.process_uid, index, reason)
-            except RunSuperseded as exc:
-                self._supersede(exc)
-            self.status.declined.append((cid, reason))
-            return
+        per_stage = [self._plan.snapshot(n, location) for n in range(len(self._stages))]
+        for stage, collected in zip(self._stages, per_stage, strict=True):
+            declined = [(i, r) for i, r, _ in sorted(collected, key=_index) if isinstance(r, str)]
+            if declined:
+                index, reason = declined[0]
+                log.warning(
+                    "checkpoint %d declined by %s subtask %d: %s", cid, stage.uid, index, reason
+                )
+                try:
+                    self.channel.decline(cid, stage.uid, index, reason)
+                except RunSuperseded as exc:
+                    self._supersede(exc)
+                self.status.declined.append((cid, reason))
+                return
+        states = [{i: s for i, s, _ in collected} for collected in per_stage]
         acks: list[Ack] = [
-            (self.pipeline.process_uid, i, state)
-            for i, state in sorted(results.items())
-            if isinstance(state, OperatorSubtaskState)
+            (stage.uid, i, state)
+            for stage, by_index in zip(self._stages, states, strict=True)
+            for i, state in sorted(by_index.items())
         ]
         acks += driver_side_acks(
             location,
@@ -344,30 +364,15 @@ class PipelineDriver:
                 self._stop_savepoint = None
             return
         self.status.acknowledged.append(cid)
-        self._state_tasks.acknowledged(
-            cid, {i: s for i, s in results.items() if isinstance(s, OperatorSubtaskState)}
-        )
         if trigger.kind is CheckpointKind.SAVEPOINT:
             self.status.savepoints[cid] = trigger.directory
-        # Re-read the state from the snapshot just written: bounds the lineage.
-        keyed = {i: s for i, s in results.items() if isinstance(s, OperatorSubtaskState)}
-        self._plan.load_state(
-            tuple(
-                SubtaskRestore(
-                    i,
-                    key_group_range_for_subtask(self._m, self._p, i),
-                    keyed[i].keyed,
-                    keyed[i].operator,
-                )
-                for i in range(self._p)
-            ),
-            tuple(tokens.get(i) for i in range(self._p)),
-        )
-        # Read it back now, while the files are the ones just written, not lazily in the
-        # next epoch: the live state then never waits on HDFS (a DataNode lost later
-        # takes only the checkpoint's copy, not the pipeline's state with it).
-        assert self._plan.state is not None
-        self._plan.state.count()
+        for n, collected in enumerate(per_stage):
+            self._state_tasks[n].acknowledged(cid, states[n])
+            # Re-read the state from the snapshot just written (bounds the lineage), and
+            # now, while the files are the ones just written, not lazily in the next
+            # epoch: the live state then never waits on HDFS (a DataNode lost later takes
+            # only the checkpoint's copy, not the pipeline's state with it).
+            self._plan.reload(n, states[n], {i: token for i, _, token in collected})
 
     # -- running to an end ------------------------------------------------------------
 

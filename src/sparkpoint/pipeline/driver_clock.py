@@ -30,13 +30,16 @@ class EpochClock:
 
     def __init__(
         self,
-        function: KeyedProcessFunction,
+        functions: list[KeyedProcessFunction],
         strategy: WatermarkStrategy | None,
         timer_interval_ms: int,
     ) -> None:
         self.strategy = strategy
-        self.tracker = WatermarkTracker(strategy) if strategy is not None else None
-        self._timers = uses_timers(function)
+        self._stages = len(functions)
+        self.tracker = None
+        if strategy is not None:
+            self.tracker = WatermarkTracker(strategy, depth=len(functions) - 1)
+        self._timers = any(uses_timers(f) for f in functions)
         self._interval_ms = timer_interval_ms
         self._last_epoch_ms = now_ms()
 
@@ -44,9 +47,17 @@ class EpochClock:
     def watermark(self) -> int:
         return self.tracker.current if self.tracker is not None else MIN_WATERMARK
 
-    def epoch_time(self) -> EpochTime:
+    def epoch_times(self) -> tuple[EpochTime, ...]:
+        """Per keyed stage, the clocks of the next epoch."""
         self._last_epoch_ms = now_ms()
-        return EpochTime(self._last_epoch_ms, self.watermark, self.strategy)
+        return tuple(
+            EpochTime(
+                self._last_epoch_ms,
+                MIN_WATERMARK if self.tracker is None else self.tracker.stage_watermark(n),
+                self.strategy,
+            )
+            for n in range(self._stages)
+        )
 
     def after_epoch(self, splits: Iterable[str], written: Iterable[Any], time: EpochTime) -> None:
         """An epoch over ``splits`` ran at ``time``; ``written`` its partitions' results."""
@@ -58,8 +69,8 @@ class EpochClock:
         self.tracker.observe(splits, maxima, time.processing_time_ms)
 
     def end_of_input_pending(self, exhausted: bool) -> bool:
-        """A bounded input ended and its last watermark has not been run yet."""
-        return exhausted and self._timers and self.tracker is not None and not self.tracker.ended
+        """A bounded input ended and its last watermark has not reached every stage."""
+        return exhausted and self._timers and self.tracker is not None and not self.tracker.drained
 
     def wants_epoch_without_records(self, exhausted: bool) -> bool:
         """No new records: is an epoch due anyway? (Marks the end of input as run.)"""
@@ -67,7 +78,8 @@ class EpochClock:
             return False
         if self.end_of_input_pending(exhausted):
             assert self.tracker is not None
-            self.tracker.end_of_input()
+            if not self.tracker.ended:
+                self.tracker.end_of_input()
             return True
         return now_ms() - self._last_epoch_ms >= self._interval_ms
 

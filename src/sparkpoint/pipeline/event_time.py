@@ -74,6 +74,24 @@ def split_of(order: Any) -> str | None:
     return None
 
 
+def carried_timestamp(order: Any) -> int | None:
+    """The timestamp a record of a later keyed stage carries: the first item of its
+    order ``(timestamp, partition, n, …)`` (tasks.timed_outputs), looked for inside the
+    order a DataFrame stage kept (``(0, order, row)``; ``(1, (), row)``: dropped)."""
+    while (
+        isinstance(order, tuple)
+        and len(order) == 3
+        and order[0] in (0, 1)
+        and isinstance(order[1], tuple)
+        and isinstance(order[2], bytes)
+    ):
+        if order[0] == 1:
+            return None
+        order = order[1]
+    ts = order[0] if isinstance(order, tuple) and order else None
+    return None if ts is None or ts == MIN_WATERMARK else int(ts)
+
+
 def merge_maxima(into: dict[str, int], more: dict[str, int]) -> None:
     for split, ts in more.items():
         if ts > into.get(split, MIN_WATERMARK):
@@ -91,9 +109,32 @@ class WatermarkTracker:
     #: Set once a bounded input has ended: every event-time timer is due.
     ended: bool = False
     current: int = MIN_WATERMARK
+    #: The watermarks of the epochs before, newest first, one per later keyed stage:
+    #: keyed stage n runs an epoch behind stage n - 1, so what stage n - 1 emitted as its
+    #: watermark passed is not late for stage n (as Flink sends a window's result before
+    #: the watermark that fired it).
+    lagged: list[int] = field(default_factory=list)
+    depth: int = 0
+    #: Epochs run since the input ended.
+    flushed: int = 0
+
+    def stage_watermark(self, stage: int) -> int:
+        """The watermark keyed stage ``stage`` runs the next epoch under."""
+        if stage == 0:
+            return self.current
+        return self.lagged[stage - 1] if stage - 1 < len(self.lagged) else MIN_WATERMARK
+
+    @property
+    def drained(self) -> bool:
+        """The input ended and every keyed stage has run under the last watermark."""
+        return self.ended and self.flushed > self.depth
 
     def observe(self, splits: Iterable[str], maxima: dict[str, int], now_ms: int) -> None:
         """An epoch read ``splits`` (its ranges) and saw these per-split maxima."""
+        if self.depth:
+            self.lagged = [self.current, *self.lagged][: self.depth]
+        if self.ended:
+            self.flushed += 1
         for split in splits:
             self.maxima.setdefault(split, MIN_WATERMARK)
             self.last_active_ms.setdefault(split, now_ms)
@@ -125,14 +166,23 @@ class WatermarkTracker:
 
     def snapshot(self) -> list[tuple[str, int]]:
         """Operator-state elements of the source: ``(split, max timestamp)``; a split
-        named ``""`` carries the watermark itself (it never goes back on restore)."""
-        return [("", self.current), *sorted(self.maxima.items())]
+        named ``""`` carries the watermark itself (it never goes back on restore), ``#n``
+        the n-th lagged one."""
+        lagged = [(f"#{n + 1}", w) for n, w in enumerate(self.lagged)]
+        return [("", self.current), *lagged, *sorted(self.maxima.items())]
 
     def restore(self, elements: Iterable[tuple[str, int]], now_ms: int) -> None:
+        lagged: dict[int, int] = {}
         for split, ts in elements:
             if split == "":
                 self.current = max(self.current, ts)
                 self.ended = self.current == MAX_WATERMARK
+            elif split.startswith("#"):
+                lagged[int(split[1:])] = ts
             else:
                 self.maxima[split] = max(ts, self.maxima.get(split, MIN_WATERMARK))
                 self.last_active_ms[split] = now_ms
+        # A checkpoint of a job with fewer keyed stages: a new stage starts where the
+        # last one it had was (never ahead of the stage before it).
+        for n in range(1, self.depth + 1):
+            self.lagged.append(lagged.get(n, self.lagged[-1] if self.lagged else self.current))

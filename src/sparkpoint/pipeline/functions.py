@@ -93,7 +93,11 @@ class Context:
     strategy)."""
 
     def __init__(
-        self, out: list[Any], subtask: int, epoch: int, timers: TimerService | None = None
+        self,
+        out: list[tuple[int | None, Any]],
+        subtask: int,
+        epoch: int,
+        timers: TimerService | None = None,
     ) -> None:
         self._out = out
         self.subtask = subtask
@@ -103,11 +107,13 @@ class Context:
         self._timers = timers
 
     def collect(self, value: Any) -> None:
-        self._out.append(value)
+        """Emit ``value``; it carries the timestamp of the record or timer being
+        processed to a next keyed stage."""
+        self._out.append((self.timestamp, value))
 
     def output(self, tag: str, value: Any) -> None:
         """Emit ``value`` to the side output ``tag``."""
-        self._out.append(SideOutput(tag, value))
+        self._out.append((self.timestamp, SideOutput(tag, value)))
 
     def _service(self) -> TimerService:
         if self._timers is None:

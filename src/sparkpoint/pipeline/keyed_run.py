@@ -8,7 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sparkpoint.pipeline.event_time import MIN_WATERMARK, WatermarkStrategy, split_of
+from sparkpoint.pipeline.event_time import (
+    MIN_WATERMARK,
+    WatermarkStrategy,
+    carried_timestamp,
+    split_of,
+)
 from sparkpoint.pipeline.functions import (
     Context,
     InitializationContext,
@@ -47,14 +52,17 @@ class EpochParameters(Protocol):
     notices: tuple[tuple[str, int], ...]
     snapshot_id: int | None
     time: EpochTime
+    #: A later keyed stage: records carry the timestamp their stage gave them.
+    carried: bool
 
 
 @dataclass
 class EpochRun:
-    """What one epoch of one subtask made: outputs (side outputs among them), the
-    number of records processed and, per source split, the largest event time seen."""
+    """What one epoch of one subtask made: ``(timestamp, output)`` pairs (side outputs
+    among them), the number of records processed and, per source split, the largest
+    event time seen."""
 
-    out: list[Any] = field(default_factory=list)
+    out: list[tuple[int | None, Any]] = field(default_factory=list)
     processed: int = 0
     maxima: dict[str, int] = field(default_factory=dict)
 
@@ -92,7 +100,9 @@ def run_function(
     for order, key, value in records:
         backend.set_current_key(key)
         ctx.current_key = key
-        if strategy is not None:
+        if task.carried:
+            ctx.timestamp = carried_timestamp(order)
+        elif strategy is not None:
             ts = strategy.timestamp_of(value)
             ctx.timestamp = ts
             split = split_of(order)
@@ -109,7 +119,7 @@ def _fire_timers(
     fn: KeyedProcessFunction,
     timers: TimerService,
     backend: KeyedStateBackend,
-    out: list[Any],
+    out: list[tuple[int | None, Any]],
     index: int,
     epoch: int,
 ) -> None:
@@ -130,6 +140,6 @@ def epoch_outputs(
     snapshot = store.snapshot()
     if snapshot:
         yield OUT_STATE, Slot(index), snapshot
-    for value in ran.out:
-        yield OUT_VALUE, None, value
+    for timestamp, value in ran.out:
+        yield OUT_VALUE, timestamp, value
     yield OUT_COUNT, index, (ran.processed, ran.maxima)

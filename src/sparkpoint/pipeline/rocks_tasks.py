@@ -123,6 +123,7 @@ class RocksEpochTask:
     notices: tuple[tuple[str, int], ...] = ()
     snapshot_id: int | None = None
     time: EpochTime = NO_TIME
+    carried: bool = False
 
     def __call__(self, index: int, items: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
         token, operator_state, records = _split(items)

@@ -56,13 +56,16 @@ class StateTasks:
         notices: tuple[tuple[str, int], ...] = (),
         snapshot_id: int | None = None,
         time: EpochTime = NO_TIME,
+        *,
+        carried: bool = False,
     ) -> Task:
+        """``carried``: a later keyed stage, whose records carry their timestamps."""
         if self._place is None:
-            return EpochTask(function, epoch, self._p, notices, snapshot_id, time)
+            return EpochTask(function, epoch, self._p, notices, snapshot_id, time, carried)
         from sparkpoint.pipeline.rocks_tasks import RocksEpochTask
 
         return RocksEpochTask(
-            function, epoch, self._p, self._place, self._m, notices, snapshot_id, time
+            function, epoch, self._p, self._place, self._m, notices, snapshot_id, time, carried
         )
 
     def snapshot(self, location: CheckpointLocation) -> Task:

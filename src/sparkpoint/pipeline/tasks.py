@@ -21,7 +21,7 @@ from sparkpoint.checkpoint import (
     OperatorStateHandle,
     OperatorSubtaskState,
 )
-from sparkpoint.pipeline.event_time import merge_maxima
+from sparkpoint.pipeline.event_time import MIN_WATERMARK, merge_maxima
 from sparkpoint.pipeline.functions import KeyedProcessFunction, SideOutput
 from sparkpoint.pipeline.keyed_run import (
     NO_TIME,
@@ -109,6 +109,7 @@ class EpochTask:
     notices: tuple[tuple[str, int], ...] = ()
     snapshot_id: int | None = None
     time: EpochTime = NO_TIME
+    carried: bool = False
 
     def __call__(self, index: int, items: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
         entries, operator_state, records = _split_union(items)
@@ -148,6 +149,31 @@ def only_outputs(index: int, items: Iterable[tuple[int, Any, Any]]) -> Iterator[
         if tag == OUT_VALUE and not isinstance(value, SideOutput):
             yield (index, n), value
             n += 1
+
+
+def timed_outputs(
+    index: int, items: Iterable[tuple[int, Any, Any]]
+) -> Iterator[tuple[tuple[int, int, int], Any]]:
+    """An epoch's outputs as records of the next keyed stage: ``((timestamp, partition,
+    n), output)`` — the order it processes them in (event time first), and the
+    timestamp each carries (event_time.carried_timestamp)."""
+    n = 0
+    for tag, timestamp, value in items:
+        if tag == OUT_VALUE and not isinstance(value, SideOutput):
+            yield (MIN_WATERMARK if timestamp is None else timestamp, index, n), value
+            n += 1
+
+
+def only_side_outputs(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    for item in items:
+        if item[0] == OUT_VALUE and isinstance(item[2], SideOutput):
+            yield item
+
+
+def without_counts(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    for item in items:
+        if item[0] != OUT_COUNT:
+            yield item
 
 
 def only_counts(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
