@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +78,9 @@ def main(work: Path, master: str) -> None:
     spark = spark_session(
         master, "sparkpoint-rocks-faults", state_in_place=True, **{"spark.task.maxFailures": "4"}
     )
-    p = (
-        clicks_pipeline("rocks-faults", source(), str(work / "out"), parallelism=4)
-        .process(FaultyClicks(str(markers)))
-        .with_state_backend("rocksdb")
-    )
+    clicks = clicks_pipeline("rocks-faults", source(), str(work / "out"), parallelism=4)
+    # The clicks job with its keyed function swapped for the faulty one.
+    p = replace(clicks, function=FaultyClicks(str(markers))).with_state_backend("rocksdb")
     driver = PipelineDriver(p, spark, EmbeddedChannel(str(work / "ckpt"), interval_ms=3_600_000))
     driver.start()
     driver.run(max_epochs=2)
