@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shlex
 import signal
 import subprocess
 import sys
@@ -19,6 +20,9 @@ from rich.console import Console
 from sparkpoint.cli.demo import _view
 from sparkpoint.demo.run import Demo, DemoOptions
 from sparkpoint.drills.replicas import LocalReplica, ReplicaSettings
+from sparkpoint.pipeline.examples import run_clicks
+from sparkpoint.pipeline.examples.clicks import expected_state
+from tests.pipeline import support
 
 
 @pytest.mark.slow
@@ -50,6 +54,29 @@ def test_demo_checkpoints_through_a_leader_kill_and_commits_output(tmp_path: Pat
     assert summary["committed_files"] > 0
     assert Path(summary["output"]).is_dir()
     assert summary["failovers"] and summary["failovers"][0]["handover_s"] > 0
+    _assert_state_read_prints_each_users_state(summary["state_read"])
+
+
+def _assert_state_read_prints_each_users_state(command: str) -> None:
+    """The `sparkpoint state read` command the demo's summary names, run as it is: one
+    JSON line per (user, state), each value what the click job's state is after the
+    records the checkpoint it read consumed. The demo's generator is a pure function of
+    (seed, split, position), so that is computed offline exactly, from the source
+    offsets of the same checkpoint (a job directory: its newest readable one)."""
+    argv = shlex.split(command)
+    assert argv[:3] == ["sparkpoint", "state", "read"] and len(argv) == 4, command
+    result = subprocess.run([sys.executable, "-m", "sparkpoint", *argv[1:]],
+                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    read = {(x["key"], x["state"]): x["value"] for x in lines}
+    assert len(read) == len(lines), "one line per (user, state)"
+    # The demo's source is run_clicks' own (its splits, users and seed by default).
+    demo_args = ["--checkpoint-dir", "-", "--output", "-", "--records-per-split", "0"]
+    source = run_clicks.build_source(run_clicks.parser().parse_args(demo_args))
+    expected = expected_state(source.records_before(support.consumed(argv[3])))
+    assert len({user for user, _ in expected}) > 100
+    assert read == {k: json.loads(json.dumps(v)) for k, v in expected.items()}
 
 
 @pytest.mark.parametrize(

@@ -13,13 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.pipeline import ClickEventSource
-from sparkpoint.pipeline.examples.clicks import (
-    RECENT,
-    SESSION_GAP_MS,
-    clicks_pipeline,
-    expected_output,
-    user_of,
-)
+from sparkpoint.pipeline.examples.clicks import clicks_pipeline, expected_output
+from sparkpoint.pipeline.examples.clicks import expected_state as expected_clicks_state
 from sparkpoint.pipeline.sink import TransactionalFileSink
 from sparkpoint.pipeline.tasks import keyed_entries
 from sparkpoint.recovery import plan_restore
@@ -45,25 +40,9 @@ def expected(per_split: int = PER_SPLIT, users: int = USERS) -> list[str]:
 def expected_state(per_split: int = PER_SPLIT) -> dict[str, dict[str, Any]]:
     """Each user's keyed state after the whole input (``ClickTotals``'s state names),
     computed offline from the records, as :func:`expected` computes the output."""
-    by_user: dict[str, list[tuple[tuple[str, int], dict[str, Any]]]] = {}
-    for split, position, event in _source(per_split).all_records():
-        by_user.setdefault(user_of(event), []).append(((split, position), event))
     state: dict[str, dict[str, Any]] = {}
-    for user, events in by_user.items():
-        events.sort(key=lambda e: e[0])
-        clicks = spent = 0
-        pages: dict[str, int] = {}
-        recent: list[str] = []
-        session: tuple[int, int, int, int] | None = None
-        for _, e in events:
-            if session is None or e["ts"] - session[1] > SESSION_GAP_MS:
-                session = (e["ts"], e["ts"], 0, 0)
-            session = (session[0], e["ts"], session[2] + 1, session[3] + e["amount"])
-            clicks, spent = clicks + 1, spent + e["amount"]
-            pages[e["page"]] = pages.get(e["page"], 0) + 1
-            recent = [*recent, e["page"]][-RECENT:]
-        state[user] = {"totals": (clicks, spent), "session": session, "recent": recent,
-                       "pages": pages}  # fmt: skip
+    for (user, name), value in expected_clicks_state(_source(per_split).all_records()).items():
+        state.setdefault(user, {})[name] = value
     return state
 
 

@@ -8,6 +8,9 @@ from typing import Any
 
 from sparkpoint.pipeline import ClickEventSource, Pipeline
 from sparkpoint.pipeline.examples.clicks import clicks_pipeline, expected_output
+from sparkpoint.pipeline.operator_state import decode_element
+from sparkpoint.recovery.loading import load_checkpoint
+from sparkpoint.recovery.reader import read_operator_state
 from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 
@@ -34,6 +37,16 @@ def pipeline(
 ) -> Pipeline:
     """The clicks job writing to ``out`` (a path or any URI storage knows)."""
     return clicks_pipeline(job_id, source(records_per_epoch), str(out), parallelism=parallelism)
+
+
+def consumed(pointer: str) -> dict[str, int]:
+    """The source offsets (split → next position) of the checkpoint at ``pointer`` (any
+    pointer `sparkpoint state read` takes: a job's directory is its newest readable
+    checkpoint): the records its keyed state has seen."""
+    checkpoint = load_checkpoint(CheckpointStorage(pointer), pointer).checkpoint
+    handles = [h for s in checkpoint.operator_states["source"].subtask_states.values()
+               for h in s.operator]  # fmt: skip
+    return dict(decode_element(e) for e in read_operator_state(handles)["offsets"])
 
 
 def committed(p: Pipeline) -> list[str]:

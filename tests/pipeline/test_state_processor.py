@@ -1,8 +1,9 @@
 """Reading keyed state out of checkpoints and bootstrapping savepoints (state_entries.py,
-state_processor.py, `sparkpoint state read`), on the clicks job with real Spark: the
-per-user state of a checkpoint, of either backend, is what an offline computation over
-the records it consumed gives; a savepoint written from a DataFrame starts a pipeline
-that carries the bootstrapped values on."""
+state_processor.py, `sparkpoint state read` and `state write`), on the clicks job with
+real Spark: the per-user state of a checkpoint, of either backend, is what an offline
+computation over the records it consumed gives; a savepoint written from a DataFrame,
+or by the CLI from what `state read` printed, starts a pipeline that carries the
+bootstrapped values on."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from click.testing import CliRunner
 
 from sparkpoint.cli.main import main
 from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
-from sparkpoint.pipeline.examples.clicks import RECENT, SESSION_GAP_MS, user_of
-from sparkpoint.pipeline.operator_state import decode_element
+from sparkpoint.pipeline.examples.clicks import expected_state, user_of
 from sparkpoint.pipeline.state_entries import (
     UnknownOperatorError,
     read_state_entries,
@@ -24,7 +24,6 @@ from sparkpoint.pipeline.state_entries import (
 )
 from sparkpoint.pipeline.state_processor import read_keyed_state, write_savepoint
 from sparkpoint.recovery import CheckpointLoadError
-from sparkpoint.recovery.reader import read_operator_state
 from sparkpoint.storage import CheckpointStorage
 from tests.support.waiting import wait_until
 
@@ -52,40 +51,10 @@ def _checkpoint(spark: Any, tmp_path: Path, backend: str) -> str:
     return storage.checkpoint_directory("state", cid)
 
 
-def _consumed(pointer: str) -> dict[str, int]:
-    """The source offsets the checkpoint holds: the records its state has seen."""
-    checkpoint = CheckpointStorage(pointer).read_metadata(pointer)
-    handles = [h for s in checkpoint.operator_states["source"].subtask_states.values()
-               for h in s.operator]  # fmt: skip
-    return dict(decode_element(e) for e in read_operator_state(handles)["offsets"])
-
-
-def _offline_state(consumed: dict[str, int]) -> dict[tuple[str, str], Any]:
-    """Each user's states after the records below ``consumed``, computed directly."""
-    events: dict[str, list[tuple[tuple[str, int], dict[str, Any]]]] = {}
-    for split, position, event in support.source().all_records():
-        if position < consumed.get(split, 0):
-            events.setdefault(user_of(event), []).append(((split, position), event))
-    state: dict[tuple[str, str], Any] = {}
-    for user, seen in events.items():
-        seen.sort(key=lambda e: e[0])
-        clicks = amount = 0
-        pages: dict[str, int] = {}
-        recent: list[str] = []
-        session: tuple[int, int, int, int] | None = None
-        for _, e in seen:
-            if session is not None and e["ts"] - session[1] > SESSION_GAP_MS:
-                session = None
-            start, _, n, total = session or (e["ts"], e["ts"], 0, 0)
-            session = (start, e["ts"], n + 1, total + e["amount"])
-            clicks, amount = clicks + 1, amount + e["amount"]
-            pages[e["page"]] = pages.get(e["page"], 0) + 1
-            recent = [*recent, e["page"]][-RECENT:]
-        state[user, "totals"] = (clicks, amount)
-        state[user, "session"] = session
-        state[user, "pages"] = pages
-        state[user, "recent"] = recent
-    return state
+def _offline_state(pointer: str) -> dict[tuple[str, str], Any]:
+    """Each user's states after the records the checkpoint at ``pointer`` consumed,
+    computed directly."""
+    return expected_state(support.source().records_before(support.consumed(pointer)))
 
 
 @pytest.mark.parametrize("backend", ["memory", "rocksdb"])
@@ -106,7 +75,7 @@ def test_the_state_of_a_checkpoint_is_each_users_state(
         handles
         == {"memory": {"KeyGroupsStateHandle"}, "rocksdb": {"IncrementalKeyedStateHandle"}}[backend]
     )
-    expected = _offline_state(_consumed(chk))
+    expected = _offline_state(chk)
     assert len({user for user, _ in expected}) > 50
     read = {(e.key, e.state): e.value for e in read_state_entries(chk, "process")}
     assert read == expected
@@ -158,13 +127,61 @@ def test_a_bootstrapped_savepoint_starts_a_pipeline_that_carries_it_on(
     assert last == {u: (100 + len(v), 1000 + sum(a for _, a in v)) for u, v in per_user.items()}
 
 
-def test_a_checkpoints_state_round_trips_through_a_savepoint(spark: Any, tmp_path: Path) -> None:
+def test_a_checkpoints_state_round_trips_through_a_savepoint_a_pipeline_carries_on(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A checkpoint's state written back as a savepoint reads the same, through
+    DataFrames and through the CLI (`state read` → `state write` → `state read`, as JSON
+    lines and as Parquet); the job started from the CLI's savepoint at another
+    parallelism counts on from the checkpoint's totals."""
     chk = _checkpoint(spark, tmp_path, "memory")
     df = read_keyed_state(spark, chk)
     savepoint = write_savepoint(df, str(tmp_path / "sp"), uid="process", parallelism=5)
     before = {(e.key, e.state): json.dumps(e.value) for e in read_state_entries(chk)}
     after = {(e.key, e.state): json.dumps(e.value) for e in read_state_entries(savepoint)}
     assert after == before
+
+    cli = CliRunner()
+    lines = tmp_path / "state.jsonl"
+    result = cli.invoke(main, ["state", "read", chk, "-o", str(lines)])
+    assert result.exit_code == 0, result.output
+    write = ["state", "write", str(lines), "--uid", "process", "-p", "2", "--job", "again"]
+    result = cli.invoke(main, [*write, "-o", str(tmp_path / "savepoints")])
+    assert result.exit_code == 0, result.output
+    savepoint = result.stdout.strip()
+    assert Path(savepoint).parent == tmp_path / "savepoints"
+    assert Path(savepoint).name.startswith("savepoint-again-")
+    result = cli.invoke(main, ["state", "read", savepoint])
+    assert result.exit_code == 0, result.output
+    assert sorted(result.stdout.splitlines()) == sorted(lines.read_text().splitlines())
+    parquet = tmp_path / "state.parquet"
+    result = cli.invoke(main, ["state", "read", chk, "--format", "parquet", "-o", str(parquet)])
+    assert result.exit_code == 0, result.output
+    write = ["state", "write", str(parquet), "--format", "parquet", "--uid", "process", "-p", "3"]
+    result = cli.invoke(main, [*write, "-o", str(tmp_path / "pq")])
+    assert result.exit_code == 0, result.output
+    result = cli.invoke(main, ["state", "read", result.stdout.strip()])
+    assert sorted(result.stdout.splitlines()) == sorted(lines.read_text().splitlines())
+
+    p = support.pipeline("again", tmp_path / "out", 3)
+    channel = EmbeddedChannel(str(tmp_path / "ckpt-again"), interval_ms=MANUAL)
+    driver = PipelineDriver(p, spark, channel, restore_from=savepoint)
+    assert driver.start() is not None
+    driver.run()
+    driver.finish()
+    driver.close()
+    restored = _offline_state(chk)
+    every = expected_state(support.source().all_records())
+    last: dict[str, tuple[int, int]] = {}
+    for line in support.committed(p):
+        out = json.loads(line)
+        if out["type"] == "total":
+            last[out["user"]] = max(last.get(out["user"], (0, 0)), (out["clicks"], out["amount"]))
+    assert last == {
+        user: tuple(a + b for a, b in zip(restored.get((user, s), (0, 0)), v, strict=True))
+        for (user, s), v in every.items()
+        if s == "totals"
+    }
 
 
 def test_bad_input_is_named(spark: Any, tmp_path: Path) -> None:
@@ -182,6 +199,7 @@ def test_bad_input_is_named(spark: Any, tmp_path: Path) -> None:
         write_savepoint(spark.createDataFrame([("a", "1")], "key string, value string"),
                         str(tmp_path), uid="count", parallelism=2)  # fmt: skip
     cli = CliRunner()
+    _bad_state_write_input_is_named(cli, tmp_path)
     result = cli.invoke(main, ["state", "read", savepoint, "--uid", "nope"])
     assert result.exit_code == 1 and "no operator 'nope'" in result.output
     result = cli.invoke(main, ["state", "read", str(tmp_path / "missing")])
@@ -202,3 +220,35 @@ def test_bad_input_is_named(spark: Any, tmp_path: Path) -> None:
         ('"a"', "totals", "1"),
         ('["t", 2]', "totals", "2"),
     ]
+
+
+def _bad_state_write_input_is_named(cli: CliRunner, tmp_path: Path) -> None:
+    """`state write` names the line it cannot take, and writes nothing."""
+    good = '{"key": "a", "state": "totals", "value": [1, 2]}\n'
+    out = tmp_path / "refused"
+    for text, error in [
+        (good + "{not json\n", "line 2: not JSON"),
+        (good + '{"key": "b", "value": 1}\n', "line 2: no state"),
+        ('\n["a", "totals", 1]\n', "line 2: a JSON list, not an object"),
+        ('{"key": {"a": 1}, "state": "totals", "value": 1}\n', "line 1: key {'a': 1} cannot"),
+        ('{"key": "a", "state": "", "value": 1}\n', "line 1: state '' is not a non-empty"),
+        (good + good, "key 'a': state 'totals' given twice"),
+    ]:
+        lines = tmp_path / "bad.jsonl"
+        lines.write_text(text)
+        result = cli.invoke(main, ["state", "write", str(lines), "--uid", "process", "-p", "2",
+                                   "-o", str(out)])  # fmt: skip
+        assert result.exit_code == 1, (text, result.output)
+        assert f"{lines}, line" in result.output or "twice" in error, result.output
+        assert error in result.output, result.output
+    assert not out.exists(), "a refused input writes no savepoint"
+    result = cli.invoke(main, ["state", "write", str(tmp_path / "missing.jsonl"), "--uid", "p",
+                               "-p", "2", "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 1 and "cannot read" in result.output
+    result = cli.invoke(main, ["state", "write", "-", "--uid", "process", "-p", "2",
+                               "-o", str(out)], input=good)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert [e.key for e in read_state_entries(result.stdout.strip())] == ["a"]
+    result = cli.invoke(main, ["state", "write", str(tmp_path / "none"), "--format", "parquet",
+                               "--uid", "process", "-p", "2", "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 1 and "cannot read Parquet" in result.output, result.output

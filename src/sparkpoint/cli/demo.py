@@ -14,7 +14,7 @@ from rich.live import Live
 from rich.table import Table
 
 from sparkpoint.cli.hdfs import hdfs_dir_option
-from sparkpoint.demo.run import JOB, RETAINED, Demo, DemoOptions
+from sparkpoint.demo.run import RETAINED, Demo, DemoOptions
 from sparkpoint.demo.storage import hdfs_checkpoints
 from sparkpoint.devcluster.hdfs import HdfsLaunchError
 from sparkpoint.devcluster.jvm import JvmArtifactsError
@@ -197,7 +197,7 @@ def demo(
         runner.stop()
     summary = runner.summary()
     if hdfs is not None:
-        summary["left_on_hdfs"] = hdfs.left_on_hdfs(JOB)
+        summary["left_on_hdfs"] = hdfs.left_on_hdfs(runner.job_id)
         hdfs.close()
     verification = summary.get("verification")
     failed = verification is not None and not verification.get("ok")
@@ -215,8 +215,7 @@ def demo(
         f"{driver_part}.\n"
         f"output (committed files part-*): {summary['output']}\n"
         f"checkpoints: {summary['checkpoints']}\nlogs: {summary['logs']}\n"
-        f"per-user state of the newest checkpoint: sparkpoint state read "
-        f"{summary['checkpoints'].rstrip('/')}/{JOB}",
+        f"per-key state of the newest checkpoint: {summary['state_read']}",
         soft_wrap=True,  # whole paths, to copy, even when the output is not a terminal
     )
     if hdfs is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -33,6 +34,8 @@ from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_le
 
 CLUSTER = "demo"
 JOB = "clicks"
+#: The job of the connector demos (the orders example).
+ORDERS_JOB = "orders"
 #: Checkpoints each job keeps: a path copied from `checkpoints list` outlives a few more.
 RETAINED = 3
 
@@ -95,6 +98,10 @@ class Demo:
     _rate: list[tuple[float, int]] = field(default_factory=list)
 
     # --- paths ------------------------------------------------------------------------
+
+    @property
+    def job_id(self) -> str:
+        return JOB if self.options.source == "generator" else ORDERS_JOB
 
     @property
     def checkpoint_dir(self) -> str:
@@ -221,6 +228,7 @@ class Demo:
     def _start_pipeline(self, *, standby: bool = False) -> None:
         opts = self.options
         common = [
+            "--job-id", self.job_id,
             "--checkpoint-dir", str(self.checkpoint_dir),
             "--savepoint-dir", str(opts.directory / "savepoints"),
             "--progress", str(self.progress_file),
@@ -233,7 +241,7 @@ class Demo:
         else:
             command = [
                 sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
-                "--job-id", JOB, "--output", str(self.output_dir), *common,
+                "--output", str(self.output_dir), *common,
                 "--records-per-epoch", str(opts.records_per_epoch),
                 "--records-per-split", "0",  # endless: runs until stopped
             ]  # fmt: skip
@@ -247,11 +255,13 @@ class Demo:
             self.standby = proc
         else:
             self.pipeline = proc
-        self.emit({"event": "standby" if standby else "pipeline", "pid": proc.pid, "job": JOB})
+        self.emit(
+            {"event": "standby" if standby else "pipeline", "pid": proc.pid, "job": self.job_id}
+        )
 
     def standby_ready(self) -> bool:
         """The leader has the standby heartbeating: a takeover would find it warm."""
-        return standby_ready([r.address for r in self.replicas], JOB)
+        return standby_ready([r.address for r in self.replicas], self.job_id)
 
     def _kill_driver(self) -> None:
         """SIGKILL the active driver's process group (Python and its JVM), as a crash
@@ -394,6 +404,12 @@ class Demo:
         while time.monotonic() < end and self.pipeline is not None and self.pipeline.poll() is None:
             time.sleep(0.5)
 
+    def state_read_command(self) -> str:
+        """The command that prints the keyed state (per user, per order key) of the job's
+        newest checkpoint."""
+        job_dir = f"{self.checkpoint_dir.rstrip('/')}/{self.job_id}"
+        return shlex.join(["sparkpoint", "state", "read", job_dir])
+
     def summary(self) -> dict[str, Any]:
         committed = sorted(self.output_dir.glob("**/part-*")) if self.output_dir.exists() else []
         return {
@@ -408,6 +424,7 @@ class Demo:
             "committed_files": len(committed),
             "output": str(self.output_dir),
             "checkpoints": str(self.checkpoint_dir),
+            "state_read": self.state_read_command(),
             "logs": str(self.logs),
             **({"verification": self.queue.verification} if self.queue is not None else {}),
         }

@@ -42,7 +42,7 @@ from sparkpoint.statefiles.keygroups import (
     key_group_range_for_subtask,
     subtask_for_key_group,
 )
-from sparkpoint.statefiles.keys import Key, decode_key
+from sparkpoint.statefiles.keys import Key, KeyEncodingError, canonical_key_bytes, decode_key
 from sparkpoint.statefiles.writers import write_keyed_state
 from sparkpoint.storage import CheckpointLocation, CheckpointStorage
 
@@ -183,6 +183,42 @@ def _tuples(value: Any) -> Any:
     return value
 
 
+#: The fields of a JSON line of ``sparkpoint state read``.
+JSON_LINE_FIELDS = ("key", "state", "value")
+
+
+def entries_from_json_lines(
+    lines: Iterable[str], where: str = "input"
+) -> Iterator[tuple[Key, str, Any]]:
+    """``(key, state, value)`` of each JSON line ``{"key": …, "state": …, "value": …}``
+    as ``sparkpoint state read`` prints them (blank lines skipped): arrays become tuples
+    in keys and stay lists in values. A line that is not such an object raises
+    ``ValueError`` naming ``where`` and the line's number."""
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        bad = f"{where}, line {number}"
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{bad}: not JSON ({exc})") from exc
+        if not isinstance(row, dict):
+            raise ValueError(f"{bad}: a JSON {type(row).__name__}, not an object with "
+                             "key, state and value")  # fmt: skip
+        missing = [f for f in JSON_LINE_FIELDS if f not in row]
+        if missing:
+            raise ValueError(f"{bad}: no {' or '.join(missing)} (each line is "
+                             '{"key": …, "state": …, "value": …})')  # fmt: skip
+        key, state = _tuples(row["key"]), row["state"]
+        if not isinstance(state, str) or not state:
+            raise ValueError(f"{bad}: state {state!r} is not a non-empty string")
+        try:
+            canonical_key_bytes(key)
+        except KeyEncodingError as exc:
+            raise ValueError(f"{bad}: key {row['key']!r} cannot key state ({exc})") from exc
+        yield key, state, row["value"]
+
+
 # -- bootstrapping ----------------------------------------------------------------------
 
 
@@ -282,16 +318,19 @@ def write_savepoint_entries(
     parallelism: int,
     max_parallelism: int | None = None,
     job_id: str = "bootstrap",
+    **fs_options: Any,
 ) -> str:
     """A savepoint under ``directory`` holding ``entries`` as operator ``uid``'s keyed
     state, written in this process; returns its directory. (``state_processor.
-    write_savepoint`` does the same from a DataFrame, one Spark task per subtask.)"""
+    write_savepoint`` does the same from a DataFrame, one Spark task per subtask.)
+    Entries refused (``ValueError``) leave no savepoint directory behind."""
+    grouped = group_states(entries)
     target = new_savepoint(
         directory, uid=uid, parallelism=parallelism, max_parallelism=max_parallelism,
-        job_id=job_id,
+        job_id=job_id, **fs_options,
     )  # fmt: skip
     per_subtask: dict[int, dict[Key, dict[str, Any]]] = {i: {} for i in range(parallelism)}
-    for key, states in group_states(entries).items():
+    for key, states in grouped.items():
         per_subtask[target.subtask_of(key)][key] = states
     written = {i: write_subtask(target, i, states) for i, states in per_subtask.items()}
     return commit_savepoint(target, written)

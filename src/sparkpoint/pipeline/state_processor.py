@@ -161,3 +161,20 @@ def write_parquet(pointer: str, uid: str | None, output: str, **fs_options: Any)
     df = read_keyed_state(spark, pointer, uid, **fs_options).cache()
     df.write.mode("errorifexists").parquet(output)
     return df.count()
+
+
+def savepoint_from_parquet(path: str, directory: str, **options: Any) -> tuple[str, int]:
+    """``sparkpoint state write --format parquet``: the rows ``key, state, value`` of the
+    Parquet files at ``path`` (as ``write_parquet`` writes them) as a new savepoint under
+    ``directory`` (``options``: those of :func:`write_savepoint`), by a local Spark
+    session; returns the savepoint's directory and the number of rows."""
+    from pyspark.errors import AnalysisException
+
+    from sparkpoint.pipeline.session import spark_session
+
+    spark = spark_session("local[2]", "sparkpoint-state-write")
+    try:
+        df = spark.read.parquet(path).cache()
+    except AnalysisException as exc:
+        raise ValueError(f"cannot read Parquet files at {path}: {exc}") from exc
+    return write_savepoint(df, directory, **options), df.count()

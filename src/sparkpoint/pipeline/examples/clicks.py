@@ -7,12 +7,14 @@ and operator list state.
 
 :func:`expected_output` computes the same lines offline, without Spark or sparkpoint's
 state, from the same input: the exactly-once checks compare it with what the sink
-committed.
+committed. :func:`expected_state` computes the keyed state a checkpoint holds after the
+records it consumed: the state-reading checks compare it with what they read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpoint.checkpoint import DistributionMode
@@ -129,48 +131,68 @@ def expected_output(
 ) -> list[str]:
     """The job's output lines, sorted, computed directly from ``(split, position,
     event)`` records: each user's clicks in (split, position) order."""
+    lines: list[str] = []
+    for user, events in _by_user(records).items():
+        state = _UserState()
+        for e in events:
+            lines.extend(to_json_line(out) for out in state.click(user, e, gap_ms))
+    return sorted(lines)
+
+
+def expected_state(
+    records: Iterable[tuple[str, int, dict[str, Any]]], gap_ms: int = SESSION_GAP_MS
+) -> dict[tuple[str, str], Any]:
+    """``{(user, state name): value}``: the keyed state :class:`ClickTotals` holds after
+    ``records`` (``(split, position, event)``, e.g. those a checkpoint consumed), as
+    ``sparkpoint state read`` gives it, computed directly."""
+    out: dict[tuple[str, str], Any] = {}
+    for user, events in _by_user(records).items():
+        state = _UserState()
+        for e in events:
+            state.click(user, e, gap_ms)
+        out[user, "totals"] = (state.clicks, state.amount)
+        out[user, "session"] = state.session
+        out[user, "pages"] = state.pages
+        out[user, "recent"] = state.recent
+    return out
+
+
+def _by_user(
+    records: Iterable[tuple[str, int, dict[str, Any]]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Each user's events in (split, position) order: the order the job sees them in."""
     by_user: dict[str, list[tuple[tuple[str, int], dict[str, Any]]]] = {}
     for split, position, event in records:
         by_user.setdefault(user_of(event), []).append(((split, position), event))
-    lines: list[str] = []
-    for user, events in by_user.items():
-        events.sort(key=lambda e: e[0])
-        clicks = spent = 0
-        pages: set[str] = set()
-        recent: list[str] = []
-        session: list[int] | None = None  # start, last, clicks, amount
-        for _, e in events:
-            if session is not None and e["ts"] - session[1] > gap_ms:
-                lines.append(
-                    to_json_line(
-                        {
-                            "type": "session",
-                            "user": user,
-                            "start": session[0],
-                            "end": session[1],
-                            "clicks": session[2],
-                            "amount": session[3],
-                        }
-                    )
-                )
-                session = None
-            if session is None:
-                session = [e["ts"], e["ts"], 0, 0]
-            session[1], session[2], session[3] = e["ts"], session[2] + 1, session[3] + e["amount"]
-            clicks, spent = clicks + 1, spent + e["amount"]
-            pages.add(e["page"])
-            recent = [*recent, e["page"]][-RECENT:]
-            lines.append(
-                to_json_line(
-                    {
-                        "type": "total",
-                        "user": user,
-                        "ts": e["ts"],
-                        "clicks": clicks,
-                        "amount": spent,
-                        "pages": len(pages),
-                        "recent": recent,
-                    }
-                )
-            )
-    return sorted(lines)
+    return {
+        user: [e for _, e in sorted(events, key=lambda e: e[0])] for user, events in by_user.items()
+    }
+
+
+@dataclass
+class _UserState:
+    """One user's state as :class:`ClickTotals` keeps it, without Spark or sparkpoint."""
+
+    clicks: int = 0
+    amount: int = 0
+    pages: dict[str, int] = field(default_factory=dict)
+    recent: list[str] = field(default_factory=list)
+    session: tuple[int, int, int, int] | None = None  # start, last, clicks, amount
+
+    def click(self, user: str, e: dict[str, Any], gap_ms: int) -> list[dict[str, Any]]:
+        """Take one click in; return what the function emits for it."""
+        emitted: list[dict[str, Any]] = []
+        if self.session is not None and e["ts"] - self.session[1] > gap_ms:
+            start, last, clicks, amount = self.session
+            emitted.append({"type": "session", "user": user, "start": start, "end": last,
+                            "clicks": clicks, "amount": amount})  # fmt: skip
+            self.session = None
+        start, _, n, total = self.session or (e["ts"], e["ts"], 0, 0)
+        self.session = (start, e["ts"], n + 1, total + e["amount"])
+        self.clicks, self.amount = self.clicks + 1, self.amount + e["amount"]
+        self.pages[e["page"]] = self.pages.get(e["page"], 0) + 1
+        self.recent = [*self.recent, e["page"]][-RECENT:]
+        emitted.append({"type": "total", "user": user, "ts": e["ts"], "clicks": self.clicks,
+                        "amount": self.amount, "pages": len(self.pages),
+                        "recent": self.recent})  # fmt: skip
+        return emitted

@@ -122,7 +122,12 @@ class ClickEventSource(OffsetSource):
         """Every record of a bounded stream: ``(split, position, record)`` (offline checks)."""
         if self._limit is None:
             raise ValueError("an endless generator has no 'all records'")
+        return self.records_before(dict.fromkeys(self._offsets, self._limit))
+
+    def records_before(self, offsets: dict[str, int]) -> Iterator[tuple[str, int, dict[str, Any]]]:
+        """``(split, position, record)`` of every record below ``offsets`` (split → next
+        position, as a checkpoint's source state holds them): the records a checkpoint
+        has consumed, of a bounded or an endless stream (offline checks)."""
         for split in self._offsets:
-            yield from (
-                (split, i, r) for i, r in self._reader.read(EpochRange(split, 0, self._limit))
-            )
+            end = offsets.get(split, 0)
+            yield from ((split, i, r) for i, r in self._reader.read(EpochRange(split, 0, end)))
