@@ -301,7 +301,7 @@ class PipelineDriver:
         if trigger is not None:
             self._checkpoint(trigger)
         # Keep the state just made and what it is computed from until the next job.
-        self._plan.cache.release_older_than(3)
+        self._plan.release_spent()
         if self._on_epoch is not None:
             self._on_epoch(self.status)
 
