@@ -1,4 +1,5 @@
-"""The clicks job as a real driver process, and the processes around it."""
+"""The clicks job (or the sessions job) as a real driver process, the processes around
+it, and what their output must be, computed offline."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import pickle
 import signal
 import subprocess
 import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,21 +19,29 @@ from typing import Any
 from sparkpoint.pipeline import ClickEventSource
 from sparkpoint.pipeline.examples.clicks import clicks_pipeline, expected_output
 from sparkpoint.pipeline.examples.clicks import expected_state as expected_clicks_state
-from sparkpoint.pipeline.sink import TransactionalFileSink
+from sparkpoint.pipeline.examples.run_clicks import EVENT_TIME_DEFAULTS
+from sparkpoint.pipeline.examples.sessions import expected_sessions
+from sparkpoint.pipeline.sink import TransactionalFileSink, to_json_line
 from sparkpoint.pipeline.tasks import keyed_entries
 from sparkpoint.recovery import plan_restore
 from sparkpoint.statefiles.keys import decode_key
 from sparkpoint.storage import load_metadata
+from tests.service.support import ReplicaProcess
+from tests.support.waiting import wait_until
 
 SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 300, 1600, 400
 #: run_clicks's default parallelism.
 PARALLELISM = 4
 
 
-def _source(per_split: int, users: int = USERS) -> ClickEventSource:
+def _source(per_split: int, users: int = USERS, example: str = "clicks") -> ClickEventSource:
+    """The clicks a driver started with this ``per_split``, ``users`` and ``example`` reads
+    (run_clicks's out-of-order and late defaults for the example)."""
+    out_of_order_ms, late_every = EVENT_TIME_DEFAULTS[example]
     return ClickEventSource(
-        splits=SPLITS, users=users, records_per_epoch=PER_EPOCH, records_per_split=per_split
-    )
+        splits=SPLITS, users=users, records_per_epoch=PER_EPOCH, records_per_split=per_split,
+        out_of_order_ms=out_of_order_ms, late_every=late_every,
+    )  # fmt: skip
 
 
 def expected(per_split: int = PER_SPLIT, users: int = USERS) -> list[str]:
@@ -66,6 +78,38 @@ def checkpointed_state(
 
 def committed(out: Path) -> list[str]:
     return sorted(TransactionalFileSink(str(out)).committed_lines())
+
+
+def normalized(lines: Iterable[str]) -> list[str]:
+    """JSON lines as the sinks write them (sorted keys, compact), sorted."""
+    return sorted(to_json_line(json.loads(line)) for line in lines)
+
+
+def expected_sessions_lines(per_split: int = PER_SPLIT) -> tuple[list[str], list[str]]:
+    """``(sessions, late clicks)`` a driver started with ``example="sessions"`` and this
+    ``per_split`` commits, computed offline, as :func:`normalized` lines. The source plans
+    ``PER_EPOCH // SPLITS`` records of every split per epoch: the epochs the offline
+    watermarks follow."""
+    out_of_order_ms, _ = EVENT_TIME_DEFAULTS["sessions"]
+    sessions, late = expected_sessions(
+        _source(per_split, example="sessions").all_records(), PER_EPOCH // SPLITS,
+        out_of_order_ms=out_of_order_ms,
+    )  # fmt: skip
+    fired = ({"key": user, "start": start, "end": end, "value": value}
+             for (user, start, end), value in sessions.items())  # fmt: skip
+    return sorted(map(to_json_line, fired)), sorted(map(to_json_line, late))
+
+
+def exactly_once_faults(committed_lines: Iterable[str], expected_lines: Iterable[str]) -> list[str]:
+    """How committed lines differ from the expected (:func:`normalized`) ones; empty when
+    each expected line is committed exactly once and nothing else is. For window
+    results, each the firing of an event-time timer, a line committed twice is a timer
+    fired twice and a missing line a lost timer."""
+    got, want = Counter(normalized(committed_lines)), Counter(expected_lines)
+    faults = [f"committed {n} times: {line}" for line, n in sorted(got.items()) if n > 1]
+    faults += [f"missing: {line}" for line in sorted(want - got)]
+    faults += [f"not expected: {line}" for line in sorted(got - want) if line not in want]
+    return faults
 
 
 @dataclass
@@ -107,9 +151,12 @@ def start_driver(
     master: str = "local[2]",
     progress_name: str = "progress",
     per_split: int = PER_SPLIT,
+    example: str = "clicks",
 ) -> DriverProcess:
     """The clicks job in ``work``; ``progress_name`` tells apart drivers sharing it, and
-    ``per_split`` makes a shorter stream (pass the same to :func:`expected`)."""
+    ``per_split`` makes a shorter stream (pass the same to :func:`expected`).
+    ``example="sessions"``: the sessions job, committing sessions to ``work/out`` and late
+    clicks to ``work/out-late`` (:func:`expected_sessions_lines`)."""
     work.mkdir(parents=True, exist_ok=True)
     progress = work / f"{progress_name}.jsonl"
     log = work / f"driver-{len(list(work.glob('driver-*.log')))}.log"
@@ -123,11 +170,68 @@ def start_driver(
         "--splits", str(SPLITS), "--users", str(USERS),
         "--records-per-split", str(per_split), "--records-per-epoch", str(PER_EPOCH),
         "--interval-ms", "300",
+        "--example", example,
         *extra,
     ]  # fmt: skip
     with log.open("wb") as f:
         proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
     return DriverProcess(proc, progress, log)
+
+
+def addresses(replicas: Iterable[ReplicaProcess]) -> str:
+    """``--coordinator`` for these replicas."""
+    return ",".join(f"127.0.0.1:{r.port}" for r in replicas)
+
+
+def standby_registered(observer: Any, job_id: str) -> bool:
+    """A standby driver run of the job waits (as the cluster's job znode says; ``observer``
+    is the conftest fixture's connection)."""
+    raw, _ = observer.client.get(observer.paths.job(job_id))
+    return bool(json.loads(raw).get("standby_run_id"))
+
+
+def checkpoint_completed(driver: DriverProcess) -> bool:
+    """The driver has seen a checkpoint complete."""
+    return (driver.latest().get("last_completed") or 0) >= 1
+
+
+@contextmanager
+def active_and_standby(
+    work: Path,
+    observer: Any,
+    job_id: str,
+    *args: str,
+    ready: Callable[[DriverProcess], bool] = checkpoint_completed,
+    **start: Any,
+) -> Iterator[tuple[DriverProcess, DriverProcess]]:
+    """An active driver of the job in ``work`` (``args`` and ``start`` as
+    :func:`start_driver` takes them) once ``ready`` says it got far enough, and a warm
+    standby driver registered behind it. Whichever still runs is killed at the end."""
+    active = start_driver(work, *args, progress_name="active", **start)
+    drivers = [active]
+    try:
+        wait_until(lambda: ready(active), timeout=400, message="the active driver's progress")
+        # Held while the standby starts Spark, so the stream cannot end meanwhile; resumed
+        # before the standby registers (and heartbeats, after its warm-up job).
+        active.signal(signal.SIGSTOP)
+        try:
+            standby = start_driver(work, *args, "--standby", progress_name="standby", **start)
+            drivers.append(standby)
+            wait_until(
+                lambda: standby.latest().get("event") == "standby",
+                timeout=400,
+                message="the standby driver's Spark is up",
+            )
+        finally:
+            active.signal(signal.SIGCONT)
+        wait_until(
+            lambda: standby_registered(observer, job_id), timeout=400, message="standby waits"
+        )
+        yield active, standby
+    finally:
+        for driver in drivers:
+            if driver.proc.poll() is None:
+                driver.kill()
 
 
 def descendants(pid: int) -> list[int]:

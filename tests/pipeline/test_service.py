@@ -16,24 +16,12 @@ from . import processes
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def cluster(replicas) -> list[ReplicaProcess]:
-    """Two coordinator replicas of a fresh cluster id, one of them leading."""
-    spawned = [replicas(name) for name in ("a", "b")]
-    wait_leader(spawned)
-    return spawned
-
-
-def _addresses(replicas: list[ReplicaProcess]) -> str:
-    return ",".join(f"127.0.0.1:{r.port}" for r in replicas)
-
-
 @pytest.mark.parametrize("backend", ["memory", "rocksdb"])
 def test_leader_killed_mid_run_the_pipeline_keeps_going(
     tmp_path: Path, cluster: list[ReplicaProcess], backend: str
 ) -> None:
     driver = processes.start_driver(
-        tmp_path / "job", "--coordinator", _addresses(cluster), "--state-backend", backend
+        tmp_path / "job", "--coordinator", processes.addresses(cluster), "--state-backend", backend
     )
     wait_until(
         lambda: (driver.latest().get("last_completed") or 0) >= 1,
@@ -73,7 +61,7 @@ def test_driver_killed_and_restarted_resumes_from_latest_checkpoint(
     tmp_path: Path, cluster: list[ReplicaProcess]
 ) -> None:
     work = tmp_path / "job"
-    first = processes.start_driver(work, "--coordinator", _addresses(cluster))
+    first = processes.start_driver(work, "--coordinator", processes.addresses(cluster))
     wait_until(
         lambda: (first.latest().get("last_completed") or 0) >= 2,
         timeout=180,
@@ -83,7 +71,7 @@ def test_driver_killed_and_restarted_resumes_from_latest_checkpoint(
     before = first.latest()
     assert before.get("event") != "finished"
 
-    second = processes.start_driver(work, "--coordinator", _addresses(cluster))
+    second = processes.start_driver(work, "--coordinator", processes.addresses(cluster))
     assert second.wait(timeout=300) == 0, second.log.read_text()[-4000:]
     started = [r for r in second.reports() if r.get("event") == "started"][-1]
     assert started["restored_from"] >= before["last_completed"]
@@ -93,7 +81,7 @@ def test_driver_killed_and_restarted_resumes_from_latest_checkpoint(
 def test_savepoint_at_4_restarted_at_2_and_at_7(
     tmp_path: Path, cluster: list[ReplicaProcess]
 ) -> None:
-    addresses = _addresses(cluster)
+    addresses = processes.addresses(cluster)
     first = processes.start_driver(
         tmp_path / "p4", "--coordinator", addresses, "--savepoint-after-epochs", "3"
     )

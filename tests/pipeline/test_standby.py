@@ -9,7 +9,6 @@ computed offline."""
 
 from __future__ import annotations
 
-import json
 import signal
 from pathlib import Path
 
@@ -25,43 +24,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # two drivers, each 
 JOB = "clicks"
 
 
-def _standby_registered(observer) -> bool:
-    raw, _ = observer.client.get(observer.paths.job(JOB))
-    return bool(json.loads(raw).get("standby_run_id"))
-
-
 def test_frozen_active_driver_the_standby_takes_over_and_the_old_one_stops(
     tmp_path: Path, replicas, observer
 ) -> None:
     settings = {"driver.takeover-timeout": "3 s"}
     cluster: list[ReplicaProcess] = [replicas(n, settings=settings) for n in ("a", "b")]
     wait_leader(cluster, timeout=120)  # generous: the machine may be loaded
-    addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
+    addresses = processes.addresses(cluster)
     work = tmp_path / "job"
-    active = processes.start_driver(work, "--coordinator", addresses, progress_name="active")
-    drivers = [active]
-    try:
-        wait_until(
-            lambda: (active.latest().get("last_completed") or 0) >= 1,
-            timeout=400,
-            message="the active driver completes a checkpoint",
-        )
-        # Held while the standby starts Spark, so the stream cannot end meanwhile; resumed
-        # before the standby registers (and heartbeats, after its warm-up job).
-        active.signal(signal.SIGSTOP)
-        try:
-            standby = processes.start_driver(
-                work, "--coordinator", addresses, "--standby", progress_name="standby"
-            )
-            drivers.append(standby)
-            wait_until(
-                lambda: standby.latest().get("event") == "standby",
-                timeout=400,
-                message="the standby driver's Spark is up",
-            )
-        finally:
-            active.signal(signal.SIGCONT)
-        wait_until(lambda: _standby_registered(observer), timeout=400, message="standby waits")
+    drivers = processes.active_and_standby(work, observer, JOB, "--coordinator", addresses)
+    with drivers as (active, standby):
         assert active.latest().get("event") is None, "the active run goes on meanwhile"
 
         active.signal(signal.SIGSTOP)  # frozen: no heartbeats past the takeover timeout
@@ -88,10 +60,6 @@ def test_frozen_active_driver_the_standby_takes_over_and_the_old_one_stops(
         assert standby.wait(timeout=400) == 0, standby.log.read_text()[-4000:]
         assert standby.latest().get("event") == "finished"
         assert processes.committed(work / "out") == processes.expected()
-    finally:
-        for driver in drivers:
-            if driver.proc.poll() is None:
-                driver.kill()
 
 
 def test_active_driver_killed_the_standby_restores_the_on_disk_state(
@@ -101,32 +69,12 @@ def test_active_driver_killed_the_standby_restores_the_on_disk_state(
     # restores it from the incremental checkpoint's shared files.
     cluster: list[ReplicaProcess] = [replicas(n) for n in ("a", "b")]
     wait_leader(cluster, timeout=120)
-    addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
+    addresses = processes.addresses(cluster)
     work = tmp_path / "job"
     args = ("--coordinator", addresses, "--state-backend", "rocksdb")
     master = "local-cluster[1,1,1024]"
-    active = processes.start_driver(work, *args, master=master, progress_name="active")
-    drivers = [active]
-    try:
-        wait_until(
-            lambda: (active.latest().get("last_completed") or 0) >= 1,
-            timeout=400,
-            message="the active driver completes a checkpoint",
-        )
-        active.signal(signal.SIGSTOP)  # the stream must not end while the standby starts
-        try:
-            standby = processes.start_driver(
-                work, *args, "--standby", master=master, progress_name="standby"
-            )
-            drivers.append(standby)
-            wait_until(
-                lambda: standby.latest().get("event") == "standby",
-                timeout=400,
-                message="the standby driver's Spark is up",
-            )
-        finally:
-            active.signal(signal.SIGCONT)
-        wait_until(lambda: _standby_registered(observer), timeout=400, message="standby waits")
+    drivers = processes.active_and_standby(work, observer, JOB, *args, master=master)
+    with drivers as (active, standby):
         assert active.proc.poll() is None and active.latest().get("event") is None
 
         active.kill()  # kill -9, its JVMs too
@@ -143,7 +91,3 @@ def test_active_driver_killed_the_standby_restores_the_on_disk_state(
         assert processes.committed(work / "out") == processes.expected()
         chk = tmp_path / "checkpoints" / JOB / f"chk-{last['last_completed']}"
         assert processes.checkpointed_state(chk, tmp_path) == processes.expected_state()
-    finally:
-        for driver in drivers:
-            if driver.proc.poll() is None:
-                driver.kill()

@@ -1,7 +1,8 @@
 """Timers on real Spark (local mode): every event-time timer registered and not deleted
 fires exactly once, in timestamp order per key, as an offline computation says — also
 across a stop with a savepoint at parallelism 4 and a restart at 3 (the timers move with
-their keys' key groups), and on both state backends. A processing-time timeout fires
+their keys' key groups), on both state backends, and with a checkpoint after every
+epoch (the end of the input still fires the last timers). A processing-time timeout fires
 once per silent key."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sparkpoint.pipeline import (
     ValueStateDescriptor,
     WatermarkStrategy,
 )
+from sparkpoint.pipeline.event_time import MAX_WATERMARK
 from sparkpoint.pipeline.examples.alerts import alerts_pipeline
 from sparkpoint.pipeline.examples.sessions import epoch_watermarks
 from sparkpoint.pipeline.keyed_state import KeyedStateBackend
@@ -153,6 +155,26 @@ def test_event_time_timers_fire_once_in_order_across_a_rescale_4_to_3(
     second.run()
     second.finish()
     second.close()
+    assert_fired_once_in_order(committed_in_order(out))
+
+
+def test_a_checkpoint_every_epoch_does_not_hold_back_the_end_of_input(
+    spark: Any, tmp_path: Path
+) -> None:
+    # Checkpoints due more often than epochs run: after the input ends, every epoch is
+    # one a trigger brings, and the last watermark must still come in one of them.
+    out = tmp_path / "out"
+    driver = PipelineDriver(
+        reminders("reminders", out, 2, "memory"),
+        spark,
+        EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=10),
+    )
+    driver.start()
+    driver.run(max_epochs=PER_SPLIT * SPLITS // PER_EPOCH + 5)  # bounded, should it not end
+    assert driver.status.watermark == MAX_WATERMARK, "the end of input never came"
+    driver.finish()
+    driver.close()
+    assert len(driver.status.completed) > PER_SPLIT * SPLITS // PER_EPOCH // 2
     assert_fired_once_in_order(committed_in_order(out))
 
 

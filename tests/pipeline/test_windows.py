@@ -35,7 +35,7 @@ from sparkpoint.pipeline.windows import (
 )
 
 MANUAL = 3_600_000
-SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 400, 800, 400
+SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 400, 600, 400
 
 
 def clicks() -> ClickEventSource:

@@ -264,11 +264,11 @@ class PipelineDriver:
             return False  # stopping: after the savepoint's snapshot nothing more runs
         trigger = self._triggers.pop(0) if self._triggers else None
         ranges = self._source.plan_epoch()
-        if (
-            not ranges
-            and trigger is None
-            and not self._clock.wants_epoch_without_records(self._source.exhausted)
-        ):
+        # The clock is asked even when a trigger makes this epoch run anyway: that is
+        # where the end of a bounded input is marked, and with a trigger in every epoch
+        # (checkpoints more often than epochs) it would never be, nor run() return.
+        wanted = not ranges and self._clock.wants_epoch_without_records(self._source.exhausted)
+        if not ranges and trigger is None and not wanted:
             return False
         self._run_epoch(ranges, trigger)
         return True
@@ -301,7 +301,7 @@ class PipelineDriver:
         if trigger is not None:
             self._checkpoint(trigger)
         # Keep the state just made and what it is computed from until the next job.
-        self._plan.cache.release_older_than(3)
+        self._plan.release_spent()
         if self._on_epoch is not None:
             self._on_epoch(self.status)
 

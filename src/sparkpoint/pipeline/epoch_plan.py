@@ -92,6 +92,13 @@ class EpochPlan:
         """The first keyed stage's state RDD."""
         return self.states[0]
 
+    def release_spent(self) -> None:
+        """After an epoch: keep, per keyed stage, the state just made, the result it is
+        computed from (lazily, by the next job) and the state before; release the rest.
+        Releasing a result before its state is computed would make Spark recompute the
+        epoch, and every epoch before it whose result went too."""
+        self.cache.release_older_than(3 * len(self._stages))
+
     def warm_up(self) -> None:
         """One small job on every partition: executors are up and their Python workers
         have imported sparkpoint before a standby is needed."""

@@ -1,10 +1,14 @@
-"""Run the clicks example as a process: ``python -m sparkpoint.pipeline.examples.run_clicks``.
+"""Run an example job as a process: ``python -m sparkpoint.pipeline.examples.run_clicks``.
 
-Used by the process-level tests (kill the driver, kill an executor) and the benchmark.
-Restores from the newest complete checkpoint under ``--checkpoint-dir`` (or
-``--restore-from``), runs the bounded stream to its end, takes a last checkpoint so all
-output is committed, and writes one JSON line of progress per epoch to ``--progress``.
-With ``--coordinator`` it uses the HA service instead of an embedded coordinator.
+The clicks job by default; ``--example sessions`` runs the sessionization example
+instead (event-time session windows over the same generated clicks, made out of order
+and partly late; sessions go to ``--output``, late clicks to ``--late-output``).
+Used by the process-level tests (kill the driver, kill an executor, kill a coordinator)
+and the benchmark. Restores from the newest complete checkpoint under
+``--checkpoint-dir`` (or ``--restore-from``), runs the bounded stream to its end, takes
+a last checkpoint so all output is committed, and writes one JSON line of progress per
+epoch to ``--progress``. With ``--coordinator`` it uses the HA service instead of an
+embedded coordinator.
 """
 
 from __future__ import annotations
@@ -18,32 +22,81 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.channel import CheckpointChannel, RunNotice
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.driver_status import DriverStatus
 from sparkpoint.pipeline.embedded import EmbeddedChannel
 from sparkpoint.pipeline.examples.clicks import clicks_pipeline
+from sparkpoint.pipeline.examples.sessions import OUT_OF_ORDER_MS, sessions_pipeline
 from sparkpoint.pipeline.session import spark_session
 from sparkpoint.pipeline.sources.generator import ClickEventSource
 from sparkpoint.pipeline.state_backend import BACKEND_NAMES
 
+#: ``(out_of_order_ms, late_every)`` of each example's clicks unless given: in order for
+#: the clicks job, which does not use event time; out of order and partly late for the
+#: sessions, so their watermark and late side output have work to do.
+EVENT_TIME_DEFAULTS = {"clicks": (0, 0), "sessions": (OUT_OF_ORDER_MS, 97)}
 
-def build_source(args: argparse.Namespace) -> ClickEventSource:
+
+def build_source(
+    args: argparse.Namespace, *, out_of_order_ms: int = 0, late_every: int = 0
+) -> ClickEventSource:
     return ClickEventSource(
         splits=args.splits,
         users=args.users,
         records_per_epoch=args.records_per_epoch,
         records_per_split=args.records_per_split or None,
         seed=args.seed,
+        out_of_order_ms=out_of_order_ms,
+        late_every=late_every,
     )
+
+
+def settle_example_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Check the options that depend on ``--example`` and fill in its defaults."""
+    if args.late_output and args.example != "sessions":
+        p.error("--late-output needs --example sessions: only the sessions have late clicks")
+    out_of_order_ms, late_every = EVENT_TIME_DEFAULTS[args.example]
+    if args.out_of_order_ms is None:
+        args.out_of_order_ms = out_of_order_ms
+    if args.late_every is None:
+        args.late_every = late_every
+    if args.out_of_order_ms < 0 or args.late_every < 0:
+        p.error("--out-of-order-ms and --late-every must not be negative")
+    if args.example == "sessions" and not args.late_output:
+        args.late_output = f"{args.output}-late"
+    args.job_id = args.job_id or args.example
+
+
+def build_pipeline(args: argparse.Namespace) -> Pipeline:
+    """The example ``--example`` names, over the clicks the arguments describe (after
+    :func:`settle_example_arguments`)."""
+    source = build_source(args, out_of_order_ms=args.out_of_order_ms, late_every=args.late_every)
+    if args.example == "sessions":
+        return sessions_pipeline(
+            args.job_id, source, args.output, args.late_output,
+            parallelism=args.parallelism, out_of_order_ms=args.out_of_order_ms,
+        )  # fmt: skip
+    return clicks_pipeline(args.job_id, source, args.output, parallelism=args.parallelism)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--job-id", default="clicks")
+    p.add_argument(
+        "--example",
+        choices=tuple(EVENT_TIME_DEFAULTS),
+        default="clicks",
+        help="clicks: per-user running totals (default); sessions: event-time session "
+        "windows with a late-clicks side output",
+    )
+    p.add_argument("--job-id", help="default: the example's name")
     p.add_argument("--checkpoint-dir", required=True)
     p.add_argument("--savepoint-dir")
     p.add_argument("--output", required=True)
+    p.add_argument(
+        "--late-output", help="--example sessions: where late clicks go (default: <output>-late)"
+    )
     p.add_argument("--progress")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--parallelism", type=int, default=4)
@@ -54,6 +107,18 @@ def parser() -> argparse.ArgumentParser:
         "--records-per-split", type=int, default=10_000, help="0: an endless stream (Ctrl-C stops)"
     )
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--out-of-order-ms",
+        type=int,
+        help="move each click's timestamp back by up to this much "
+        "(default: 0 for clicks, 2000 for sessions)",
+    )
+    p.add_argument(
+        "--late-every",
+        type=int,
+        help="every n-th click of a split comes ten minutes late; 0: none "
+        "(default: 0 for clicks, 97 for sessions)",
+    )
     p.add_argument("--interval-ms", type=int, default=1000)
     p.add_argument("--restore-from")
     p.add_argument(
@@ -121,6 +186,7 @@ def make_channel(args: argparse.Namespace) -> CheckpointChannel:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     check_channel_arguments(parser(), args)
+    settle_example_arguments(parser(), args)
     progress = Path(args.progress) if args.progress else None
 
     def report(status: DriverStatus, **extra: Any) -> None:
@@ -139,10 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             f.write(json.dumps(line) + "\n")
 
     on_disk = args.state_backend == "rocksdb" or None
+    pipeline = build_pipeline(args)
     spark = spark_session(args.master, f"sparkpoint-{args.job_id}", state_in_place=on_disk)
-    pipeline = clicks_pipeline(
-        args.job_id, build_source(args), args.output, parallelism=args.parallelism
-    )
     if args.state_backend:
         pipeline = pipeline.with_state_backend(args.state_backend)
     driver = PipelineDriver(
@@ -178,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         driver.close()
         spark.stop()
     print(f"output: {args.output} (committed files: part-*.jsonl)")
+    if args.late_output:
+        print(f"late clicks: {args.late_output}")
     print(f"checkpoints: {args.checkpoint_dir if not args.coordinator else 'see the coordinator'}")
     return 0
 
