@@ -400,12 +400,14 @@ class PipelineDriver:
                 time.sleep(idle_wait_s)  # nothing to read yet: a polling interval
 
     def finish(self, timeout_s: float = 120.0) -> int:
-        """Take a last checkpoint after everything read so far and wait until it is
-        complete, so every output is committed. Returns its id."""
+        """Take a last checkpoint after everything read so far and wait until it, or a
+        later one, is complete, so every output is committed. Returns the id of the one
+        that completed. (A checkpoint lost in a coordinator failover may never be
+        reported to the driver: a later completed one commits the same output.)"""
         cid = self.channel.trigger_checkpoint()
-        self._wait_for(cid, timeout_s)
+        done = self._wait_for(cid, timeout_s, or_later=True)
         self.status.finished = True
-        return cid
+        return done
 
     def stop_with_savepoint(self, target_dir: str | None = None, timeout_s: float = 120.0) -> str:
         """Savepoint after the next epoch, then stop. Returns the savepoint directory."""
@@ -413,9 +415,14 @@ class PipelineDriver:
         self._wait_for(cid, timeout_s)
         return self.status.savepoints[cid]
 
-    def _wait_for(self, checkpoint_id: int, timeout_s: float) -> int:
+    def _wait_for(self, checkpoint_id: int, timeout_s: float, *, or_later: bool = False) -> int:
+        """Runs epochs until ``checkpoint_id`` completes (``or_later``: or any later
+        checkpoint does); returns the one that did."""
         deadline = time.monotonic() + timeout_s
         while checkpoint_id not in self.status.completed:
+            later = [c for c in self.status.completed if c > checkpoint_id]
+            if or_later and later:
+                return later[0]
             if self.status.superseded is not None:
                 raise RunSuperseded(self.status.superseded)
             if any(c == checkpoint_id for c, _ in self.status.aborted):
