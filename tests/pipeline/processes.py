@@ -234,6 +234,26 @@ def active_and_standby(
                 driver.kill()
 
 
+def kill_active_and_let_the_standby_finish(
+    active: DriverProcess, standby: DriverProcess
+) -> dict[str, Any]:
+    """kill -9 of the active driver (its JVMs too); the standby is granted the job,
+    restores a completed checkpoint and runs the stream to its end. Returns the standby's
+    last report."""
+    active.kill()
+    wait_until(
+        lambda: any(r.get("event") == "started" for r in standby.reports()),
+        timeout=400,
+        message="the standby is granted the job and restores",
+    )
+    started = next(r for r in standby.reports() if r.get("event") == "started")
+    assert started["restored_from"] is not None and started["restored_from"] >= 1
+    assert standby.wait(timeout=400) == 0, standby.log.read_text()[-4000:]
+    last = standby.latest()
+    assert last.get("event") == "finished", last
+    return last
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below ``pid``, from /proc."""
     children: dict[int, list[int]] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.pipeline import ClickEventSource, Pipeline
+from sparkpoint.pipeline import ClickEventSource, EmbeddedChannel, Pipeline, PipelineDriver
 from sparkpoint.pipeline.examples.clicks import clicks_pipeline, expected_output
 from sparkpoint.pipeline.operator_state import decode_element
 from sparkpoint.recovery.loading import load_checkpoint
@@ -17,6 +17,8 @@ from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 SPLITS = 4
 USERS = 120
 RECORDS_PER_SPLIT = 600
+#: A checkpoint interval no test waits out: checkpoints come when a test asks.
+MANUAL = 3_600_000
 
 
 def source(records_per_epoch: int = 400) -> ClickEventSource:
@@ -74,3 +76,32 @@ def assert_hdfs_matches_zookeeper(
         directory = storage.checkpoint_directory(job_id, cid)
         checks = storage.verify(storage.read_metadata(directory))
         assert checks and all(c.ok for c in checks), checks
+
+
+def run_to_end(
+    spark: Any, p: Pipeline, checkpoints: Path, restore_from: str | None = None
+) -> PipelineDriver:
+    """``p`` (bounded) run to its end and a last checkpoint, checkpointing to
+    ``checkpoints``; restored from ``restore_from`` when given."""
+    channel = EmbeddedChannel(str(checkpoints), interval_ms=MANUAL)
+    driver = PipelineDriver(p, spark, channel, restore_from=restore_from)
+    restored = driver.start()
+    assert restore_from is None or restored is not None, f"not restored from {restore_from}"
+    driver.run()
+    driver.finish()
+    driver.close()
+    return driver
+
+
+def savepoint_after(spark: Any, p: Pipeline, work: Path, epochs: int) -> str:
+    """``p`` run ``epochs`` epochs, then stopped with a savepoint (under ``work/sp``);
+    returns the savepoint's directory."""
+    channel = EmbeddedChannel(
+        str(work / "ckpt"), savepoint_dir=str(work / "sp"), interval_ms=MANUAL
+    )
+    driver = PipelineDriver(p, spark, channel)
+    driver.start()
+    driver.run(max_epochs=epochs)
+    savepoint = driver.stop_with_savepoint()
+    driver.close()
+    return savepoint

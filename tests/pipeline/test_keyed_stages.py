@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sparkpoint.pipeline import ClickEventSource, EmbeddedChannel, Pipeline, PipelineDriver
+from sparkpoint.pipeline import ClickEventSource, Pipeline
 from sparkpoint.pipeline.examples.dedupe_totals import (
     FirstCopy,
     UserTotals,
@@ -21,7 +21,7 @@ from sparkpoint.pipeline.examples.dedupe_totals import (
 from sparkpoint.pipeline.state_entries import read_state_entries
 from sparkpoint.storage import CheckpointStorage
 
-MANUAL = 3_600_000
+from . import support
 
 
 def clicks() -> ClickEventSource:
@@ -41,14 +41,7 @@ def test_dedupe_then_totals_exactly_once_across_a_rescale_4_to_3(
     out = tmp_path / "out"
     p4 = dedupe_totals_pipeline("dedupe", clicks(), str(out), parallelism=4)
     assert [op.uid for op in p4.job_graph().operators] == ["source", "dedupe", "totals", "sink"]
-    channel = EmbeddedChannel(
-        str(tmp_path / "ckpt"), savepoint_dir=str(tmp_path / "sp"), interval_ms=MANUAL
-    )
-    first = PipelineDriver(p4.with_state_backend(backend), spark, channel)
-    first.start()
-    first.run(max_epochs=2)
-    savepoint = first.stop_with_savepoint()
-    first.close()
+    savepoint = support.savepoint_after(spark, p4.with_state_backend(backend), tmp_path, 2)
     # Both stages' state is in the savepoint, under their uids.
     stored = CheckpointStorage(str(tmp_path / "sp")).read_metadata(savepoint).operator_states
     assert {"dedupe", "totals"} <= set(stored)
@@ -56,16 +49,9 @@ def test_dedupe_then_totals_exactly_once_across_a_rescale_4_to_3(
     assert totals and all(isinstance(v, tuple) for v in totals.values())
 
     p3 = dedupe_totals_pipeline("dedupe", clicks(), str(out), parallelism=3)
-    second = PipelineDriver(
-        p3.with_state_backend(backend),
-        spark,
-        EmbeddedChannel(str(tmp_path / "ckpt3"), interval_ms=MANUAL),
-        restore_from=savepoint,
+    support.run_to_end(
+        spark, p3.with_state_backend(backend), tmp_path / "ckpt3", restore_from=savepoint
     )
-    assert second.start() is not None
-    second.run()
-    second.finish()
-    second.close()
     assert committed(out) == expected_output(clicks().all_records())
 
 

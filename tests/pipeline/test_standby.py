@@ -77,17 +77,7 @@ def test_active_driver_killed_the_standby_restores_the_on_disk_state(
     with drivers as (active, standby):
         assert active.proc.poll() is None and active.latest().get("event") is None
 
-        active.kill()  # kill -9, its JVMs too
-        wait_until(
-            lambda: any(r.get("event") == "started" for r in standby.reports()),
-            timeout=400,
-            message="the standby is granted the job and restores",
-        )
-        started = next(r for r in standby.reports() if r.get("event") == "started")
-        assert started["restored_from"] is not None and started["restored_from"] >= 1
-        assert standby.wait(timeout=400) == 0, standby.log.read_text()[-4000:]
-        last = standby.latest()
-        assert last.get("event") == "finished", last
+        last = processes.kill_active_and_let_the_standby_finish(active, standby)
         assert processes.committed(work / "out") == processes.expected()
         chk = tmp_path / "checkpoints" / JOB / f"chk-{last['last_completed']}"
         assert processes.checkpointed_state(chk, tmp_path) == processes.expected_state()

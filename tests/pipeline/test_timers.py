@@ -34,7 +34,8 @@ from sparkpoint.pipeline.keyed_state import KeyedStateBackend
 from sparkpoint.pipeline.sink import IN_PROGRESS_DIR
 from sparkpoint.pipeline.timers import EVENT_TIME, TimerService
 
-MANUAL = 3_600_000
+from . import support
+
 SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 200, 600, 400
 DELAY_MS = 1_000
 
@@ -131,30 +132,15 @@ def test_event_time_timers_fire_once_in_order_across_a_rescale_4_to_3(
     spark: Any, tmp_path: Path, backend: str
 ) -> None:
     out = tmp_path / "out"
-    first = PipelineDriver(
-        reminders("reminders", out, 4, backend),
-        spark,
-        EmbeddedChannel(
-            str(tmp_path / "ckpt"), savepoint_dir=str(tmp_path / "sp"), interval_ms=MANUAL
-        ),
+    savepoint = support.savepoint_after(
+        spark, reminders("reminders", out, 4, backend), tmp_path, epochs=3
     )
-    first.start()
-    first.run(max_epochs=3)
-    savepoint = first.stop_with_savepoint()
-    first.close()
     before = committed_in_order(out)
     assert before, "some timers fired before the savepoint"
     # Timers still pending in the savepoint: those of the last clicks read.
-    second = PipelineDriver(
-        reminders("reminders", out, 3, backend),
-        spark,
-        EmbeddedChannel(str(tmp_path / "ckpt3"), interval_ms=MANUAL),
-        restore_from=savepoint,
+    support.run_to_end(
+        spark, reminders("reminders", out, 3, backend), tmp_path / "ckpt3", restore_from=savepoint
     )
-    assert second.start() is not None
-    second.run()
-    second.finish()
-    second.close()
     assert_fired_once_in_order(committed_in_order(out))
 
 
@@ -227,7 +213,10 @@ def test_a_silent_key_is_alerted_once_in_processing_time(spark: Any, tmp_path: P
         lambda e: e["device"], timeout_ms=300,
     )  # fmt: skip
     driver = PipelineDriver(
-        p, spark, EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=MANUAL), timer_interval_ms=50
+        p,
+        spark,
+        EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=support.MANUAL),
+        timer_interval_ms=50,
     )
     driver.start()
     deadline = time.monotonic() + 120

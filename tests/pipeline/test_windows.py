@@ -14,9 +14,7 @@ import pytest
 from sparkpoint.pipeline import (
     MIN_WATERMARK,
     ClickEventSource,
-    EmbeddedChannel,
     Pipeline,
-    PipelineDriver,
     WatermarkStrategy,
 )
 from sparkpoint.pipeline.examples.dedupe_totals import FirstCopy, identity, redelivered
@@ -34,7 +32,8 @@ from sparkpoint.pipeline.windows import (
     TumblingEventTimeWindows,
 )
 
-MANUAL = 3_600_000
+from . import support
+
 SPLITS, USERS, PER_SPLIT, PER_EPOCH = 4, 400, 600, 400
 
 
@@ -60,11 +59,7 @@ def test_session_windows_match_an_offline_computation(
     p = sessions_pipeline(
         "sessions", clicks(), str(tmp_path / "out"), str(tmp_path / "late"), parallelism=3
     ).with_state_backend(backend)
-    driver = PipelineDriver(p, spark, EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=MANUAL))
-    driver.start()
-    driver.run()
-    driver.finish()
-    driver.close()
+    support.run_to_end(spark, p, tmp_path / "ckpt")
     expected, late = expected_sessions(clicks().all_records(), PER_EPOCH // SPLITS)
     got = [
         (o["key"], o["start"], o["end"], json.dumps(o["value"])) for o in lines(tmp_path / "out")
@@ -157,11 +152,7 @@ def test_tumbling_and_sliding_windows_with_allowed_lateness_match_offline(
     else:
         assigner, lateness, lag = SLIDING, LATENESS, 1
         p = first_copy_then_sliding(out, late_out)
-    driver = PipelineDriver(p, spark, EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=MANUAL))
-    driver.start()
-    driver.run()
-    driver.finish()
-    driver.close()
+    support.run_to_end(spark, p, tmp_path / "ckpt")
     expected, late = expected_windows(assigner, lateness, lag)
     final: dict[tuple[str, int, int], list[int]] = {}
     for o in lines(out):

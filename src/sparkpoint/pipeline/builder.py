@@ -54,7 +54,8 @@ class KeyedStage:
 
     stages_before: tuple[Stage, ...]
     key_selector: Callable[[Any], Any]
-    function: KeyedProcessFunction
+    #: None only while the pipeline is being built (``key_by`` without ``process`` yet).
+    function: KeyedProcessFunction | None
     uid: str
 
 
@@ -88,7 +89,7 @@ class Pipeline:
     side_sinks: tuple[tuple[str, Sink], ...] = ()
     #: Keyed stages after the first (re-keyed: ``.process(…).key_by(…).process(…)``); the
     #: last one being built may still lack its function.
-    more_keyed: tuple[tuple[tuple[Stage, ...], Callable[[Any], Any], Any, str], ...] = ()
+    more_keyed: tuple[KeyedStage, ...] = ()
 
     def __post_init__(self) -> None:
         validate_job_id(self.job_id)
@@ -104,34 +105,38 @@ class Pipeline:
         After a ``process``, starts another keyed stage on its outputs (re-keyed: the
         outputs are partitioned by the new key, and the stateless stages between the
         two run on them)."""
-        if self.function is None:
-            if self.key_selector is not None:
-                raise ValueError(f"pipeline {self.job_id}: key_by twice without process between")
-            return replace(self, key_selector=key_selector)
-        if self.more_keyed and self.more_keyed[-1][2] is None:
+        if self._awaiting_process:
             raise ValueError(f"pipeline {self.job_id}: key_by twice without process between")
-        stage = (self.post_process_stages, key_selector, None, "")
+        if self.function is None:
+            return replace(self, key_selector=key_selector)
+        stage = KeyedStage(self.post_process_stages, key_selector, None, "")
         return replace(self, more_keyed=(*self.more_keyed, stage), post_process_stages=())
 
     def process(self, function: KeyedProcessFunction, *, uid: str | None = None) -> Pipeline:
         """The keyed function of the stage ``key_by`` began. ``uid`` names its state
         (default ``process``, then ``process-2``, ``process-3`` … for later stages)."""
-        if self.more_keyed:
-            before, key, found, _ = self.more_keyed[-1]
-            if found is not None:
-                raise ValueError(f"pipeline {self.job_id}: process needs a key_by before it")
-            uid = uid or f"process-{len(self.more_keyed) + 1}"
-            return replace(self, more_keyed=(*self.more_keyed[:-1], (before, key, function, uid)))
-        if self.function is not None:
+        if not self._awaiting_process:
             raise ValueError(f"pipeline {self.job_id}: process needs a key_by before it")
-        return replace(self, function=function, process_uid=uid or "process")
+        if not self.more_keyed:
+            return replace(self, function=function, process_uid=uid or "process")
+        stage = replace(
+            self.more_keyed[-1], function=function, uid=uid or f"process-{len(self.more_keyed) + 1}"
+        )
+        return replace(self, more_keyed=(*self.more_keyed[:-1], stage))
+
+    @property
+    def _awaiting_process(self) -> bool:
+        """The last ``key_by`` has no ``process`` yet."""
+        if self.more_keyed:
+            return self.more_keyed[-1].function is None
+        return self.key_selector is not None and self.function is None
 
     @property
     def keyed_stages(self) -> tuple[KeyedStage, ...]:
         """Every keyed stage, in order (validate() first: all are complete)."""
         assert self.key_selector is not None and self.function is not None
         first = KeyedStage(self.pre_key_stages, self.key_selector, self.function, self.process_uid)
-        return (first, *(KeyedStage(*stage) for stage in self.more_keyed))
+        return (first, *self.more_keyed)
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)
@@ -217,18 +222,13 @@ class Pipeline:
 
     def _place(self, stage: Stage) -> Pipeline:
         """Before ``key_by`` (no keyed function yet) or after ``process``."""
-        if self.more_keyed and self.more_keyed[-1][2] is None:
-            raise ValueError(
-                f"pipeline {self.job_id}: stage {stage.name!r} comes between key_by and "
-                "process; put it before key_by or after process"
-            )
-        if self.function is not None:
-            return replace(self, post_process_stages=(*self.post_process_stages, stage))
-        if self.key_selector is not None:
+        if self._awaiting_process:
             raise ValueError(
                 f"pipeline {self.job_id}: stage {stage.name!r} comes between key_by and "
                 "process; put it before key_by (on records) or after process (on outputs)"
             )
+        if self.function is not None:
+            return replace(self, post_process_stages=(*self.post_process_stages, stage))
         return replace(self, pre_key_stages=(*self.pre_key_stages, stage))
 
     def with_parallelism(self, parallelism: int) -> Pipeline:
@@ -255,7 +255,7 @@ class Pipeline:
             )
             if value is None
         ]
-        if self.more_keyed and self.more_keyed[-1][2] is None:
+        if self.more_keyed and self._awaiting_process:
             missing.append("process after the last key_by")
         if missing:
             raise ValueError(f"pipeline {self.job_id}: missing {', '.join(missing)}")

@@ -49,8 +49,6 @@ from sparkpoint.pipeline.operator_state import decode_element
 from sparkpoint.pipeline.partitioner import KeyGroupPartitioner
 from sparkpoint.pipeline.progress import ProgressMeter
 from sparkpoint.pipeline.state_tasks import StateTasks, check_state_in_place
-from sparkpoint.recovery.plan import SubtaskRestore
-from sparkpoint.statefiles import key_group_range_for_subtask
 from sparkpoint.storage import DEFAULT_INLINE_THRESHOLD
 
 if TYPE_CHECKING:
@@ -58,10 +56,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-
-
-def _index(collected: tuple[int, Any, Any]) -> int:
-    return collected[0]
 
 
 class PipelineDriver:
@@ -164,7 +158,7 @@ class PipelineDriver:
         if restored is None:
             self._sink.restore([])  # no checkpoint owns any earlier transaction
             for n in range(len(self._stages)):
-                self._plan.load_state(n, self._empty_state())
+                self._plan.load_state(n, self._plan.empty_state())
             return None
         plan = restored.plan
         uid = self.pipeline
@@ -177,7 +171,7 @@ class PipelineDriver:
         for n, stage in enumerate(self._stages):
             # A keyed stage the checkpoint does not have (added since) starts empty.
             operator = plan.operators.get(stage.uid)
-            subtasks = operator.subtasks if operator is not None else self._empty_state()
+            subtasks = operator.subtasks if operator is not None else self._plan.empty_state()
             self._plan.load_state(n, subtasks)
             self._state_tasks[n].restored(subtasks)
         self.status.restored_from = restored.checkpoint_id
@@ -189,12 +183,6 @@ class PipelineDriver:
             self._p,
         )
         return restored
-
-    def _empty_state(self) -> tuple[SubtaskRestore, ...]:
-        return tuple(
-            SubtaskRestore(i, key_group_range_for_subtask(self._m, self._p, i))
-            for i in range(self._p)
-        )
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -324,7 +312,7 @@ class PipelineDriver:
         self._source.snapshot_state(cid)
         per_stage = [self._plan.snapshot(n, location) for n in range(len(self._stages))]
         for stage, collected in zip(self._stages, per_stage, strict=True):
-            declined = [(i, r) for i, r, _ in sorted(collected, key=_index) if isinstance(r, str)]
+            declined = sorted((i, r) for i, r, _ in collected if isinstance(r, str))
             if declined:
                 index, reason = declined[0]
                 log.warning(
@@ -420,9 +408,8 @@ class PipelineDriver:
         checkpoint does); returns the one that did."""
         deadline = time.monotonic() + timeout_s
         while checkpoint_id not in self.status.completed:
-            later = [c for c in self.status.completed if c > checkpoint_id]
-            if or_later and later:
-                return later[0]
+            if or_later and self.status.completed and self.status.completed[-1] > checkpoint_id:
+                return self.status.completed[-1]
             if self.status.superseded is not None:
                 raise RunSuperseded(self.status.superseded)
             if any(c == checkpoint_id for c, _ in self.status.aborted):

@@ -7,6 +7,7 @@ the cached state with an epoch's records is narrow and state never moves.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.builder import KeyedStage, Pipeline
@@ -119,20 +120,23 @@ class EpochPlan:
         self._epochs_since_reload = 0
         self.states[stage] = self.cache.keep(state.persist(StorageLevel.MEMORY_AND_DISK))
 
+    def empty_state(self) -> tuple[SubtaskRestore, ...]:
+        """Every subtask with its key groups and no state (a fresh start)."""
+        m = self._pipeline.effective_max_parallelism
+        return tuple(
+            SubtaskRestore(i, key_group_range_for_subtask(m, self._p, i)) for i in range(self._p)
+        )
+
     def reload(self, stage: int, states: dict[int, Any], tokens: dict[int, Any]) -> None:
         """Keyed stage ``stage``'s state read back from the snapshot just taken
         (``states``: per subtask its ``OperatorSubtaskState``), at once."""
-        m = self._pipeline.effective_max_parallelism
         self.load_state(
             stage,
             tuple(
-                SubtaskRestore(
-                    i,
-                    key_group_range_for_subtask(m, self._p, i),
-                    states[i].keyed,
-                    states[i].operator,
+                replace(
+                    empty, keyed=states[empty.index].keyed, operator=states[empty.index].operator
                 )
-                for i in range(self._p)
+                for empty in self.empty_state()
             ),
             tuple(tokens.get(i) for i in range(self._p)),
         )
@@ -148,14 +152,14 @@ class EpochPlan:
         notices: tuple[tuple[str, int], ...],
         snapshot_id: int | None,
         writer: Any,
-        times: tuple[EpochTime, ...] = (NO_TIME,),
+        times: tuple[EpochTime, ...] = (),
     ) -> list[tuple[Any, int, dict[str, int]]]:
         """One epoch: ``ranges`` read by ``reader``, keyed, partitioned, unioned with the
         first stage's state and processed (after the timers ``times[0]`` makes due); each
         later keyed stage takes the previous one's outputs the same way (under
-        ``times[n]``); the last one's outputs go to ``writer``. Returns what each
-        partition wrote (a pending file or None, its record count, the largest event
-        time per split); the new states are ``states``."""
+        ``times[n]``; none given: no timer fires); the last one's outputs go to
+        ``writer``. Returns what each partition wrote (a pending file or None, its record
+        count, the largest event time per split); the new states are ``states``."""
         from pyspark import StorageLevel
 
         records = self._keyed_records(ranges, reader).partitionBy(self._p, self.partitioner)
@@ -168,10 +172,10 @@ class EpochPlan:
             union = state.mapValues(tag_state).union(records.mapValues(tag_record))
             if n == 0:
                 self.last_union = union
-            time = times[min(n, len(times) - 1)]
             task = self._state_tasks[n].epoch(
-                stage.function, epoch, notices, snapshot_id, time, carried=n > 0
-            )
+                stage.function, epoch, notices, snapshot_id, times[n] if times else NO_TIME,
+                carried=n > 0,
+            )  # fmt: skip
             result = union.mapPartitionsWithIndex(task, preservesPartitioning=True)
             results.append(self.cache.keep(result.persist(StorageLevel.MEMORY_AND_DISK)))
         written = self._write(self._to_sink(results), writer)

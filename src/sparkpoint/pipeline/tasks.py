@@ -141,14 +141,22 @@ def _split_union(
     return entries, operator_state, records
 
 
+def _main_outputs(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    """``(n, timestamp, output)`` of an epoch's outputs, side outputs left out."""
+    main = (
+        (timestamp, value)
+        for tag, timestamp, value in items
+        if tag == OUT_VALUE and not isinstance(value, SideOutput)
+    )
+    for n, (timestamp, value) in enumerate(main):
+        yield n, timestamp, value
+
+
 def only_outputs(index: int, items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any]]:
     """An epoch's outputs as ``((partition, n), output)``: what stages after the keyed
     function take when one of them is a DataFrame stage."""
-    n = 0
-    for tag, _, value in items:
-        if tag == OUT_VALUE and not isinstance(value, SideOutput):
-            yield (index, n), value
-            n += 1
+    for n, _, value in _main_outputs(items):
+        yield (index, n), value
 
 
 def timed_outputs(
@@ -157,11 +165,8 @@ def timed_outputs(
     """An epoch's outputs as records of the next keyed stage: ``((timestamp, partition,
     n), output)`` — the order it processes them in (event time first), and the
     timestamp each carries (event_time.carried_timestamp)."""
-    n = 0
-    for tag, timestamp, value in items:
-        if tag == OUT_VALUE and not isinstance(value, SideOutput):
-            yield (MIN_WATERMARK if timestamp is None else timestamp, index, n), value
-            n += 1
+    for n, timestamp, value in _main_outputs(items):
+        yield (MIN_WATERMARK if timestamp is None else timestamp, index, n), value
 
 
 def only_side_outputs(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:

@@ -39,17 +39,16 @@ from sparkpoint.pipeline.state_backend import BACKEND_NAMES
 EVENT_TIME_DEFAULTS = {"clicks": (0, 0), "sessions": (OUT_OF_ORDER_MS, 97)}
 
 
-def build_source(
-    args: argparse.Namespace, *, out_of_order_ms: int = 0, late_every: int = 0
-) -> ClickEventSource:
+def build_source(args: argparse.Namespace) -> ClickEventSource:
+    """The clicks the arguments describe (in order unless made otherwise)."""
     return ClickEventSource(
         splits=args.splits,
         users=args.users,
         records_per_epoch=args.records_per_epoch,
         records_per_split=args.records_per_split or None,
         seed=args.seed,
-        out_of_order_ms=out_of_order_ms,
-        late_every=late_every,
+        out_of_order_ms=args.out_of_order_ms or 0,
+        late_every=args.late_every or 0,
     )
 
 
@@ -72,7 +71,7 @@ def settle_example_arguments(p: argparse.ArgumentParser, args: argparse.Namespac
 def build_pipeline(args: argparse.Namespace) -> Pipeline:
     """The example ``--example`` names, over the clicks the arguments describe (after
     :func:`settle_example_arguments`)."""
-    source = build_source(args, out_of_order_ms=args.out_of_order_ms, late_every=args.late_every)
+    source = build_source(args)
     if args.example == "sessions":
         return sessions_pipeline(
             args.job_id, source, args.output, args.late_output,
