@@ -245,6 +245,33 @@ def test_claiming_a_checkpoint_that_is_not_the_jobs_own_is_refused(
         PipelineDriver(pipeline(COPY, tmp_path), spark, embedded(ckpt), restore_mode="steal")
 
 
+def test_a_savepoint_is_full_and_never_claimed(spark: Any, tmp_path: Path) -> None:
+    savepoint = support.savepoint_after(spark, pipeline(SOURCE, tmp_path), tmp_path, 1)
+    state = load_metadata(savepoint).checkpoint.operator_states["process"]
+    keyed = [h for s in state.subtask_states.values() for h in s.keyed]
+    # Self-contained: key-group streams in its own directory, nothing in any shared/.
+    assert keyed and not any(isinstance(h, IncrementalKeyedStateHandle) for h in keyed)
+    claiming = PipelineDriver(
+        pipeline(SOURCE, tmp_path),
+        spark,
+        embedded(tmp_path / "ckpt"),
+        restore_from=savepoint,
+        restore_mode="claim",
+    )
+    with pytest.raises(InvalidRequestError, match=r"is a savepoint of job 'source'.*no-claim"):
+        claiming.start()
+    claiming.close()
+    # Either other way it restores, and the job's next checkpoint is its own.
+    driver = PipelineDriver(
+        pipeline(SOURCE, tmp_path), spark, embedded(tmp_path / "ckpt"), restore_from=savepoint
+    )
+    restored = driver.start()
+    assert restored is not None and not restored.claimed
+    cid = checkpoint(driver)
+    driver.close()
+    assert_whole_and_own(CheckpointStorage(str(tmp_path / "ckpt")), SOURCE, cid)
+
+
 def test_a_restore_from_the_jobs_own_checkpoint_stays_incremental_when_claimed(
     spark: Any, tmp_path: Path
 ) -> None:
