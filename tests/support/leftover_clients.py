@@ -85,6 +85,7 @@ class ClientWatch:
     def __init__(self, root: int | None = None) -> None:
         self.root = root if root is not None else os.getpid()
         self._servers: dict[int, StoppedServer] = {}
+        self._unarmed: dict[int, StoppedServer] = {}  # watched, without a tripwire yet
         self._caught: dict[tuple[int, int], LeftBehind] = {}
         self._held: list[socket.socket] = []  # connections the tripwires accepted
         self._lock = threading.Lock()
@@ -96,27 +97,39 @@ class ClientWatch:
         self._thread.start()
 
     def stopped(self, server: object) -> list[StoppedServer]:
-        """``server`` stopped: watch its client ports. A port another program took
-        meanwhile is not watched (its connections are that program's business)."""
+        """``server`` stopped: watch its client ports. A port another program listens on
+        meanwhile is not watched (its connections are that program's business); one that
+        cannot be bound only because of the old server's connections is watched for
+        clients still connected, and gets its tripwire as soon as it can be bound."""
         watched = []
         for stopped in client_ports(server):
-            if stopped.port in self._servers:
+            if stopped.port in self._servers or _listening(self.root, stopped.port):
                 continue
+            with self._lock:
+                self._servers[stopped.port] = stopped
+                self._unarmed[stopped.port] = stopped
+            watched.append(stopped)
+        self._arm()
+        return watched
+
+    def _arm(self) -> None:
+        """Listen on every watched port that has no tripwire yet, where possible."""
+        with self._lock:
+            unarmed = list(self._unarmed.values())
+        for stopped in unarmed:
             tripwire = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             tripwire.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 tripwire.bind((stopped.host, stopped.port))
             except OSError:
-                tripwire.close()
+                tripwire.close()  # a connection of the old server holds it: later
                 continue
             tripwire.listen(64)
             tripwire.setblocking(False)
             with self._lock:
-                self._servers[stopped.port] = stopped
+                del self._unarmed[stopped.port]
             self._selector.register(tripwire, selectors.EVENT_READ, stopped)
             self._wake_w.send(b"x")
-            watched.append(stopped)
-        return watched
 
     @property
     def watched(self) -> list[StoppedServer]:
@@ -126,6 +139,7 @@ class ClientWatch:
     def left_behind(self) -> list[LeftBehind]:
         """Every process of the tree caught connecting again since its server stopped,
         and every one connected now."""
+        self._arm()
         with self._lock:
             servers = dict(self._servers)
             found = dict(self._caught)
@@ -189,6 +203,11 @@ def connected_to(root: int, servers: dict[int, StoppedServer]) -> list[_Client]:
         pid = owners[inode]
         found.append(_Client(pid, _command(pid), server, "still connected", local_port))
     return found
+
+
+def _listening(pid: int, port: int) -> bool:
+    """Some program listens on ``port`` (in ``pid``'s network namespace)."""
+    return any(local == port and state == _LISTEN for local, _, state, _ in _tcp_sockets(pid))
 
 
 def _tree(root: int) -> set[int]:
