@@ -186,13 +186,18 @@ class _DeadLetters:
                     "message.timeout.ms": int(reader.dead_letter_timeout_s * 1000),
                 }
             )
-        self._producer.produce(
-            reader.dead_letter_topic,
-            value=message.value(),
-            key=message.key(),
-            headers=[(ORIGIN_HEADER, origin.encode()), (REASON_HEADER, str(exc).encode())],
-            on_delivery=self._delivered,
-        )
+        while True:
+            try:
+                self._producer.produce(
+                    reader.dead_letter_topic,
+                    value=message.value(),
+                    key=message.key(),
+                    headers=[(ORIGIN_HEADER, origin.encode()), (REASON_HEADER, str(exc).encode())],
+                    on_delivery=self._delivered,
+                )
+                break
+            except BufferError:
+                self._producer.poll(0.1)  # the local queue is full: let it drain
         self._sent += 1
 
     def _delivered(self, err: KafkaError | None, message: Any) -> None:
@@ -209,7 +214,7 @@ class _DeadLetters:
             raise DeadLetterError(
                 f"source {self._reader.source}: {lost} of {self._sent} poison records of "
                 f"{self._split} not delivered to the dead-letter topic "
-                f"{self._reader.dead_letter_topic!r} ({why}); the epoch fails and is retried"
+                f"{self._reader.dead_letter_topic!r} ({why}); the epoch fails, its offsets stay"
             )
         from sparkpoint.metrics import SOURCE_DEAD_LETTERED
 
