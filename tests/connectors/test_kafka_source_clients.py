@@ -6,6 +6,7 @@ one string is one topic."""
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -66,8 +67,6 @@ def make_driver(
 
 
 def committed_ids(work: Path) -> list[str]:
-    import json
-
     sink = TransactionalFileSink(str(work / "out"))
     return sorted(json.loads(line)[0] for line in sink.committed_lines())
 
