@@ -434,8 +434,13 @@ class PipelineDriver:
         return checkpoint_id
 
     def close(self) -> None:
-        """Release the run (a standby may take over at once) and the channel."""
-        self._plan.cache.release_all()
-        if not self.superseded:
-            self.channel.release()
-        self.channel.close()
+        """Release the run (a standby may take over at once), the channel and the
+        source's clients (none is left reconnecting to a broker after the job)."""
+        try:
+            self._plan.cache.release_all()
+            if not self.superseded:
+                self.channel.release()
+            self.channel.close()
+        finally:
+            if self._source is not None:
+                self._source.close()
