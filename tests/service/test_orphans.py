@@ -31,6 +31,7 @@ def settings(grace: str, interval: str, tmp_path: Path) -> dict[str, str]:
     return {
         "state.checkpoints.num-retained": "1",
         "state.checkpoints.orphan-cleanup.grace-period": grace,
+        "execution.checkpointing.timeout": grace,  # no timeout may exceed the grace
         "state.checkpoints.orphan-cleanup.interval": interval,
         "state.savepoints.dir": str(tmp_path / "savepoints"),
     }

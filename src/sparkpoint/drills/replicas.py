@@ -60,6 +60,8 @@ class ReplicaSettings:
             "high-availability.lease.takeover-timeout": f"{self.takeover_timeout_s:g} s",
             "state.checkpoints.num-retained": str(self.num_retained),
             "state.checkpoints.orphan-cleanup.grace-period": f"{self.orphan_grace_s:g} s",
+            # No checkpoint timeout may exceed the grace period (the service refuses it).
+            "execution.checkpointing.timeout": f"{self.orphan_grace_s:g} s",
             "state.checkpoints.orphan-cleanup.interval": f"{self.orphan_scan_interval_s:g} s",
             "driver.takeover-timeout": f"{self.driver_takeover_timeout_s:g} s",
             "state.checkpoints.cleanup.delay": f"{self.cleanup_delay_s:g} s",
