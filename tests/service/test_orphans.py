@@ -6,6 +6,7 @@ deletes nothing; a follower deletes nothing."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -50,6 +51,13 @@ def older_than(path: Path, seconds: float) -> bool:
     return time.time() - newest > seconds
 
 
+def last_changed_ago(path: Path, seconds: float) -> None:
+    """Set the modification times of ``path`` and what is in it ``seconds`` back."""
+    back = time.time() - seconds
+    for entry in [*path.iterdir(), path]:
+        os.utime(entry, (back, back))
+
+
 def hold_one_trigger(driver: Driver) -> int:
     """Stop acknowledging; the id of the next checkpoint triggered (left pending)."""
     driver.acking.clear()
@@ -75,7 +83,9 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
     replicas, observer, tmp_path
 ) -> None:
     procs: list[ReplicaProcess] = [
-        replicas(f"r{i}", settings=settings("1 s", "100 ms", tmp_path)) for i in range(2)
+        # The held checkpoint's timeout (at most the grace period) outlasts the kill.
+        replicas(f"r{i}", settings=settings("3 s", "100 ms", tmp_path))
+        for i in range(2)
     ]
     old = wait_leader(procs, timeout=120)
     job_dir = tmp_path / "checkpoints" / JOB
@@ -125,8 +135,10 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
 def test_dry_run_deletes_nothing_and_a_pending_checkpoint_survives(
     replicas, observer, tmp_path
 ) -> None:
-    # The background collector waits an hour: only the command line collects here.
-    leader = replicas("r0", settings=settings("500 ms", "1 h", tmp_path))
+    # The background collector waits an hour: only the command line collects here. The
+    # grace period is a minute, so the held checkpoint (whose timeout cannot exceed it)
+    # stays pending through both collections; the directories are made older than it.
+    leader = replicas("r0", settings=settings("1 min", "1 h", tmp_path))
     wait_leader([leader], timeout=120)
     job_dir = tmp_path / "checkpoints" / JOB
     driver = Driver([leader.address], make_graph(JOB), interval_ms=300).start()
@@ -139,11 +151,8 @@ def test_dry_run_deletes_nothing_and_a_pending_checkpoint_survives(
         state_file(orphan)
         pending = job_dir / f"chk-{hold_one_trigger(driver)}"
         state_file(pending)
-        wait_until(
-            lambda: older_than(orphan, 0.6) and older_than(pending, 0.6),
-            timeout=10,
-            message="both directories older than the grace period",
-        )
+        for directory in (orphan, pending):
+            last_changed_ago(directory, 120)  # both older than the grace period
 
         dry = gc_cli(leader.address, "--dry-run", "--json")
         assert dry.returncode == 0, dry.stderr
