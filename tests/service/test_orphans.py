@@ -1,7 +1,7 @@
 """The leader's orphan collector, on real replica processes, a real ZooKeeper and real
 files: what a killed leader leaves behind goes after the grace period; what is retained,
-pending, a savepoint, ``shared/`` or not a ``chk-<n>`` directory never does; a dry run
-deletes nothing; a follower deletes nothing."""
+pending, a savepoint or not a ``chk-<n>`` directory never does; a dry run deletes
+nothing; a follower deletes nothing. (``shared/``: test_shared_file_collection.py.)"""
 
 from __future__ import annotations
 
@@ -83,8 +83,9 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
     replicas, observer, tmp_path
 ) -> None:
     procs: list[ReplicaProcess] = [
-        # The held checkpoint's timeout (at most the grace period) outlasts the kill.
-        replicas(f"r{i}", settings=settings("3 s", "100 ms", tmp_path))
+        # A grace period (and so a timeout) the held checkpoint outlasts till the kill;
+        # the directories are made older than it.
+        replicas(f"r{i}", settings=settings("1 min", "100 ms", tmp_path))
         for i in range(2)
     ]
     old = wait_leader(procs, timeout=120)
@@ -96,16 +97,19 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
         wait_until(
             lambda: savepoint_id in driver.completed_ids(), timeout=90, message="a savepoint"
         )
-        # Things the collector must never touch, all older than the grace period soon.
-        shared = state_file(job_dir / "shared")
+        # Things the collector must never touch, older than the grace period. (shared/
+        # has rules of its own: tests/service/test_shared_file_collection.py.)
         foreign = state_file(job_dir / "notes")
         above_counter = state_file(job_dir / "chk-999999")
+        for path in (foreign.parent, above_counter.parent):
+            last_changed_ago(path, 120)
         savepoints = list((tmp_path / "savepoints").glob("savepoint-*/_metadata"))
         assert len(savepoints) == 1
 
         held = hold_one_trigger(driver)
         orphan = job_dir / f"chk-{held}"
         state_file(orphan)
+        last_changed_ago(orphan, 120)
         old_epoch = driver.completed[-1][0]
         old.signal(signal.SIGKILL)
         old.proc.wait(10)
@@ -122,7 +126,7 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
 
         for checkpoint_id in retained_ids(observer):
             assert (job_dir / f"chk-{checkpoint_id}" / "_metadata").is_file()
-        assert shared.is_file() and foreign.is_file() and above_counter.is_file()
+        assert foreign.is_file() and above_counter.is_file()
         assert all(path.is_file() for path in savepoints)
         label = f'{{job_id="{JOB}"}}'
         assert new.metric(f"sparkpoint_orphan_checkpoint_directories_removed_total{label}") >= 1

@@ -175,6 +175,25 @@ def test_a_default_checkpoint_timeout_beyond_the_grace_period_refuses_to_start(
     assert "state.checkpoints.orphan-cleanup.grace-period (1000 ms)" in result.stderr
 
 
+def test_a_job_registered_with_a_longer_timeout_resumes_with_it_cut_to_the_grace_period(
+    serve,
+) -> None:
+    first = serve("1 min")
+    graph = make_graph(JOB)
+    with CoordinatorClient(first.address, retry_for_s=10) as client:
+        client.register_job(graph, {"interval_ms": HOUR_MS, "timeout_ms": 60_000})
+    first.stop()
+    # The grace period lowered since: the job is resumed (not dropped), its checkpoints
+    # expiring within the new grace period; registering the old timeout is refused.
+    second = serve("10 s")
+    session = leading_term(second).session(JOB)
+    assert session.coordinator.options.timeout_ms == 10_000
+    with CoordinatorClient(second.address, retry_for_s=10) as client:
+        with pytest.raises(ClientError, match="grace-period"):
+            client.register_job(graph, {"interval_ms": HOUR_MS, "timeout_ms": 60_000})
+        client.register_job(graph, {"interval_ms": HOUR_MS, "timeout_ms": 10_000})
+
+
 def test_a_pending_checkpoints_acknowledged_uploads_outlive_the_grace_period(
     serve, observer, tmp_path
 ) -> None:
@@ -297,3 +316,38 @@ def test_an_ended_jobs_shared_files_go_but_not_those_of_its_next_incarnation(
         assert list((job_dir / "shared").iterdir()) == []
         assert not list(job_dir.glob("chk-*"))
         assert savepoint.is_file()
+
+
+def test_the_collector_deletes_what_an_ended_jobs_removal_left_in_shared(
+    serve, observer, tmp_path
+) -> None:
+    service = serve("2 s")
+    graph = make_graph(JOB)
+    job_dir = tmp_path / "checkpoints" / JOB
+    with CoordinatorClient(service.address, retry_for_s=10) as client:
+        client.register_job(graph, {"interval_ms": HOUR_MS})
+        checkpoint_id = client.trigger_checkpoint(JOB)
+        files = {0: [upload(job_dir, "count-instance-0-x")],
+                 1: [upload(job_dir, "count-instance-1-x")]}  # fmt: skip
+        assert client.acknowledge(JOB, checkpoint_id, acks(graph, files))["status"] == "completed"
+        # The end's deletions never run (a storage that fails them, held here).
+        gate = hold_cleanup(service)
+        client.cancel_job(JOB)
+        wait_until(
+            lambda: observer.client.exists(observer.paths.job(JOB)) is None,
+            timeout=60,
+            message="the cancelled job's record removed",
+        )
+        paths = [*files[0], *files[1]]
+        for path in paths:
+            os.utime(path, (time.time() - 60, time.time() - 60))  # older than the grace
+        term = leading_term(service)
+        (dry,) = term.orphans.collect(dry_run=True).jobs
+        assert dry.shared is not None and dry.shared["ended"]
+        assert sorted(f["path"] for f in dry.shared["removed"]) == sorted(map(str, paths))
+        assert all(path.is_file() for path in paths)
+        (job,) = term.orphans.collect(dry_run=False).jobs
+        assert job.error is None and len(job.shared["removed"]) == 2  # type: ignore[index]
+        assert not any(path.exists() for path in paths)
+        gate.set()
+        assert service.replica.cleanup.wait_idle(60)

@@ -60,7 +60,11 @@ from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
 from sparkpoint.ha import HAError
 from sparkpoint.service.backend import ListedIds
 from sparkpoint.storage import OrphanDirectory
-from sparkpoint.storage.shared_files import SharedFileCollector, remove_ended_job_shared_files
+from sparkpoint.storage.shared_files import (
+    SharedFileCollector,
+    ended_job_shared_files,
+    remove_ended_job_shared_files,
+)
 
 if TYPE_CHECKING:
     from sparkpoint.runs.session import JobSession
@@ -266,15 +270,18 @@ class OrphanCollector:
         job_id = session.job_id
         term = self._term
         before = self._clock() - round(self.grace_period_s * 1000)
-        if dry_run or not term.may_act():
-            return JobOrphans(job_id, shared={"ended": True, "removed": []})
+        if not dry_run and not term.may_act():
+            return JobOrphans(job_id, error="leadership lost; left for the next scan")
         try:
-            removed = remove_ended_job_shared_files(term.storage, job_id, ended_ms=before)
+            if dry_run:
+                removed = ended_job_shared_files(term.storage, job_id, ended_ms=before)
+            else:
+                removed = remove_ended_job_shared_files(term.storage, job_id, ended_ms=before)
         except STORAGE_FAILURES as exc:
             metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
             log.warning("shared files of ended job %s not deleted: %s", job_id, exc)
             return JobOrphans(job_id, error=f"{type(exc).__name__}: {exc}")
-        if removed:
+        if removed and not dry_run:
             log.info("deleted %d shared files of ended job %s", len(removed), job_id)
         listed = [{"path": f.path, "size_bytes": f.size} for f in removed]
         return JobOrphans(job_id, shared={"ended": True, "removed": listed})

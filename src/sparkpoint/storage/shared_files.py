@@ -232,22 +232,32 @@ class SharedFileCollector:
         )
 
 
-def remove_ended_job_shared_files(
+def ended_job_shared_files(
     storage: CheckpointStorage, job_id: str, *, ended_ms: int
 ) -> list[FileStatus]:
-    """Delete the files of an ended job's ``shared/`` written before it ended
-    (``ended_ms``): nothing restorable references them any more (its store is gone and
-    savepoints are always full). Files written later belong to the job registered again
-    under the same id (its uploads follow its registration, which follows the end) and
-    stay for that run's collector. Returns what was deleted."""
+    """The files of an ended job's ``shared/`` written before it ended (``ended_ms``):
+    nothing restorable references them any more (its store is gone and savepoints are
+    always full). Files written later belong to the job registered again under the same
+    id (its uploads follow its registration, which follows the end) and stay for that
+    run's collector."""
     fs = storage.filesystem(storage.checkpoint_dir)
     directory = shared_directory(storage.checkpoint_dir, job_id)
     root = _key(directory).rstrip("/") + "/"
-    removed = []
+    found = []
     for f in list_shared_files(fs, directory):
         key = _key(f.path)
         directly_under = key.startswith(root) and "/" not in key[len(root) :]
         if f.modification_time_ms <= ended_ms and directly_under:
-            fs.delete(f.path)
-            removed.append(f)
-    return removed
+            found.append(f)
+    return found
+
+
+def remove_ended_job_shared_files(
+    storage: CheckpointStorage, job_id: str, *, ended_ms: int
+) -> list[FileStatus]:
+    """Delete :func:`ended_job_shared_files`; returns what was deleted."""
+    fs = storage.filesystem(storage.checkpoint_dir)
+    found = ended_job_shared_files(storage, job_id, ended_ms=ended_ms)
+    for f in found:
+        fs.delete(f.path)
+    return found
