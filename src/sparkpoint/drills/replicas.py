@@ -46,8 +46,9 @@ class ReplicaSettings:
     tolerable_failed_checkpoints: int = _CHECKPOINTING.tolerable_failures
     # Every failover leaves an orphan: the collector's grace period and scan interval are
     # shortened so that it is collected, or shows as leaked, within the drill (the
-    # product's are 10 min and 1 min).
-    orphan_grace_s: float = 3.0
+    # product's are 10 min and 1 min). Not below half a minute: the checkpoint timeout may
+    # not exceed it, and a loaded machine's first epoch of a Spark pipeline takes seconds.
+    orphan_grace_s: float = 30.0
     orphan_scan_interval_s: float = 0.5
     # execution.checkpointing.timeout: the service refuses one beyond the grace period, so
     # by default the drill's equals it (None); a drill may set a shorter one.
