@@ -112,14 +112,16 @@ def offline_state() -> dict[str, Any]:
 @pytest.fixture
 def service(tmp_path: Path, zk_server: LocalZooKeeper, cluster_id: str) -> Iterator[Service]:
     """A leading coordinator replica whose collector deletes an unreferenced shared file
-    a second after it first saw it so, and keeps one checkpoint per job."""
+    half a minute after it first saw it so (the checkpoint timeout, which may not exceed
+    that, leaves a loaded machine's first epoch time), and keeps one checkpoint per job."""
     started = start_in_process(
         tmp_path,
         zk_server.connect_string,
         cluster_id,
         {
             "state.checkpoints.num-retained": "1",
-            "state.checkpoints.orphan-cleanup.grace-period": "1 s",
+            "state.checkpoints.orphan-cleanup.grace-period": "30 s",
+            "execution.checkpointing.timeout": "30 s",
             "state.checkpoints.orphan-cleanup.interval": "100 ms",
         },
     )
@@ -175,7 +177,7 @@ def test_a_job_restored_from_another_jobs_checkpoint_loses_no_file_to_its_collec
         assert not shared_files(metadata(storage, SOURCE, a2)) & a1_files  # new stores
         wait_until(
             lambda: not any(f.exists() for f in a1_files),
-            timeout=60,
+            timeout=120,  # the grace period and then some
             message=f"job {SOURCE}'s collector deleted the shared files of checkpoint {a1}",
         )
         done(a)

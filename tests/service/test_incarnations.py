@@ -39,7 +39,8 @@ def service(tmp_path: Path, zk_server: LocalZooKeeper, cluster_id: str) -> Itera
             "state.checkpoints.num-retained": "1",
             # The periodic scan stays out of the way: the tests ask for one.
             "state.checkpoints.orphan-cleanup.interval": "1 h",
-            "state.checkpoints.orphan-cleanup.grace-period": "100 ms",
+            "state.checkpoints.orphan-cleanup.grace-period": "1 min",
+            "execution.checkpointing.timeout": "1 min",
         },
     )
     yield svc
@@ -201,7 +202,8 @@ def test_an_undecodable_pointer_keeps_its_checkpoint_directory(
     settings = {
         "state.checkpoints.num-retained": "2",
         "state.checkpoints.orphan-cleanup.interval": "1 h",
-        "state.checkpoints.orphan-cleanup.grace-period": "100 ms",
+        "state.checkpoints.orphan-cleanup.grace-period": "500 ms",
+        "execution.checkpointing.timeout": "500 ms",  # may not exceed the grace period
     }
     first = start_in_process(tmp_path, zk_server.connect_string, cluster_id, settings)
     try:

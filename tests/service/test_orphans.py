@@ -1,11 +1,12 @@
 """The leader's orphan collector, on real replica processes, a real ZooKeeper and real
 files: what a killed leader leaves behind goes after the grace period; what is retained,
-pending, a savepoint, ``shared/`` or not a ``chk-<n>`` directory never does; a dry run
-deletes nothing; a follower deletes nothing."""
+pending, a savepoint or not a ``chk-<n>`` directory never does; a dry run deletes
+nothing; a follower deletes nothing. (``shared/``: test_shared_file_collection.py.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -31,6 +32,7 @@ def settings(grace: str, interval: str, tmp_path: Path) -> dict[str, str]:
     return {
         "state.checkpoints.num-retained": "1",
         "state.checkpoints.orphan-cleanup.grace-period": grace,
+        "execution.checkpointing.timeout": grace,  # no timeout may exceed the grace
         "state.checkpoints.orphan-cleanup.interval": interval,
         "state.savepoints.dir": str(tmp_path / "savepoints"),
     }
@@ -47,6 +49,13 @@ def state_file(directory: Path, size: int = 1000) -> Path:
 def older_than(path: Path, seconds: float) -> bool:
     newest = max([path.stat().st_mtime, *(p.stat().st_mtime for p in path.iterdir())])
     return time.time() - newest > seconds
+
+
+def last_changed_ago(path: Path, seconds: float) -> None:
+    """Set the modification times of ``path`` and what is in it ``seconds`` back."""
+    back = time.time() - seconds
+    for entry in [*path.iterdir(), path]:
+        os.utime(entry, (back, back))
 
 
 def hold_one_trigger(driver: Driver) -> int:
@@ -74,7 +83,10 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
     replicas, observer, tmp_path
 ) -> None:
     procs: list[ReplicaProcess] = [
-        replicas(f"r{i}", settings=settings("1 s", "100 ms", tmp_path)) for i in range(2)
+        # A grace period (and so a timeout) the held checkpoint outlasts till the kill;
+        # the directories are made older than it.
+        replicas(f"r{i}", settings=settings("1 min", "100 ms", tmp_path))
+        for i in range(2)
     ]
     old = wait_leader(procs, timeout=120)
     job_dir = tmp_path / "checkpoints" / JOB
@@ -85,16 +97,19 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
         wait_until(
             lambda: savepoint_id in driver.completed_ids(), timeout=90, message="a savepoint"
         )
-        # Things the collector must never touch, all older than the grace period soon.
-        shared = state_file(job_dir / "shared")
+        # Things the collector must never touch, older than the grace period. (shared/
+        # has rules of its own: tests/service/test_shared_file_collection.py.)
         foreign = state_file(job_dir / "notes")
         above_counter = state_file(job_dir / "chk-999999")
+        for path in (foreign.parent, above_counter.parent):
+            last_changed_ago(path, 120)
         savepoints = list((tmp_path / "savepoints").glob("savepoint-*/_metadata"))
         assert len(savepoints) == 1
 
         held = hold_one_trigger(driver)
         orphan = job_dir / f"chk-{held}"
         state_file(orphan)
+        last_changed_ago(orphan, 120)
         old_epoch = driver.completed[-1][0]
         old.signal(signal.SIGKILL)
         old.proc.wait(10)
@@ -111,7 +126,7 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
 
         for checkpoint_id in retained_ids(observer):
             assert (job_dir / f"chk-{checkpoint_id}" / "_metadata").is_file()
-        assert shared.is_file() and foreign.is_file() and above_counter.is_file()
+        assert foreign.is_file() and above_counter.is_file()
         assert all(path.is_file() for path in savepoints)
         label = f'{{job_id="{JOB}"}}'
         assert new.metric(f"sparkpoint_orphan_checkpoint_directories_removed_total{label}") >= 1
@@ -124,8 +139,10 @@ def test_a_killed_leaders_orphans_go_after_the_grace_period_and_nothing_else_doe
 def test_dry_run_deletes_nothing_and_a_pending_checkpoint_survives(
     replicas, observer, tmp_path
 ) -> None:
-    # The background collector waits an hour: only the command line collects here.
-    leader = replicas("r0", settings=settings("500 ms", "1 h", tmp_path))
+    # The background collector waits an hour: only the command line collects here. The
+    # grace period is a minute, so the held checkpoint (whose timeout cannot exceed it)
+    # stays pending through both collections; the directories are made older than it.
+    leader = replicas("r0", settings=settings("1 min", "1 h", tmp_path))
     wait_leader([leader], timeout=120)
     job_dir = tmp_path / "checkpoints" / JOB
     driver = Driver([leader.address], make_graph(JOB), interval_ms=300).start()
@@ -138,11 +155,8 @@ def test_dry_run_deletes_nothing_and_a_pending_checkpoint_survives(
         state_file(orphan)
         pending = job_dir / f"chk-{hold_one_trigger(driver)}"
         state_file(pending)
-        wait_until(
-            lambda: older_than(orphan, 0.6) and older_than(pending, 0.6),
-            timeout=10,
-            message="both directories older than the grace period",
-        )
+        for directory in (orphan, pending):
+            last_changed_ago(directory, 120)  # both older than the grace period
 
         dry = gc_cli(leader.address, "--dry-run", "--json")
         assert dry.returncode == 0, dry.stderr

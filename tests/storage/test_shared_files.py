@@ -19,11 +19,13 @@ from sparkpoint.checkpoint import (
     OperatorSubtaskState,
     StoreFile,
 )
+from sparkpoint.storage import CheckpointStorage
 from sparkpoint.storage.local import LocalFileSystem
 from sparkpoint.storage.shared_files import (
     SharedFileCollector,
     check_shared_files,
     list_shared_files,
+    remove_ended_job_shared_files,
     shared_directory,
 )
 
@@ -88,6 +90,43 @@ def test_the_collector_waits_a_grace_period_of_its_own_term(tmp_path: Path) -> N
     assert collect(now + 2 * HOUR_MS, retained[1:]) == ["new"]
     assert collect(now + 3 * HOUR_MS, retained[1:]) == ["a"]
     assert sorted(p.name for p in shared.iterdir()) == ["b"]
+
+
+def test_files_a_checkpoint_not_yet_completed_references_are_held(tmp_path: Path) -> None:
+    now = 1_800_000_000_000
+    shared, retained = _layout(tmp_path, now)
+    fs = LocalFileSystem()
+    # "old" is what a pending checkpoint's acknowledged subtask (or the snapshot its
+    # driver acknowledged last) references: not garbage, however long unreferenced.
+    (held,) = _checkpoint(9, shared, ["old"]).operator_states["p"].subtask_states.values()
+    collector = SharedFileCollector()
+    for at in (now, now + HOUR_MS):
+        report = collector.collect(fs, str(tmp_path), "job", retained, now_ms=at,
+                                   grace_ms=HOUR_MS, dry_run=False, held=[held])  # fmt: skip
+        assert report.garbage == () and (shared / "old").is_file()
+    # Without it (the checkpoint was given up), "old" is garbage as before.
+    listing = list_shared_files(fs, str(shared))
+    report = check_shared_files(str(shared), listing, retained, now_ms=now, grace_ms=HOUR_MS)
+    assert [Path(f.path).name for f in report.garbage] == ["old"]
+    held_report = check_shared_files(str(shared), listing, retained, now_ms=now,
+                                     grace_ms=HOUR_MS, held=[str(shared / "old")])  # fmt: skip
+    assert held_report.garbage == ()
+
+
+def test_an_ended_jobs_shared_files_go_but_not_those_written_after_it_ended(
+    tmp_path: Path,
+) -> None:
+    now = 1_800_000_000_000
+    shared, _ = _layout(tmp_path, now)
+    nested = shared / "not-a-shared-file"
+    nested.mkdir()
+    (nested / "x").write_bytes(b"x")
+    storage = CheckpointStorage(str(tmp_path))
+    removed = remove_ended_job_shared_files(storage, "job", ended_ms=now)
+    # "new" is half an hour younger than the end: a job registered again uploaded it.
+    assert sorted(Path(f.path).name for f in removed) == ["a", "b", "old"]
+    assert sorted(p.name for p in shared.iterdir()) == ["new", "not-a-shared-file"]
+    assert (nested / "x").is_file()
 
 
 def test_the_cli_checker_fails_on_the_violating_layout(tmp_path: Path) -> None:

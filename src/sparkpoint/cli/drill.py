@@ -322,11 +322,12 @@ def zookeeper_loss(outage: float, **opts: Any) -> None:
 @click.option(
     "--orphan-grace",
     type=click.FloatRange(min=0.5),
-    default=3.0,
+    default=30.0,
     show_default=True,
     help="The replicas' orphan-collector grace period (s; scanned every sixth of "
     "it): a directory neither retained nor pending and older than the grace, "
-    "a scan and a margin counts as leaked.",
+    "a scan and a margin counts as leaked. Also their checkpoint timeout "
+    "(execution.checkpointing.timeout), which may not exceed it.",
 )
 @click.option(
     "--time-limit",

@@ -67,8 +67,10 @@ def gc_command(dry_run: bool, job_id: str | None, **opts: Any) -> None:
     whose id is below every checkpoint the leader has pending, and in which nothing changed
     for the grace period (state.checkpoints.orphan-cleanup.grace-period). In shared/
     (incremental state), a file no retained checkpoint references goes once it has been
-    unreferenced for the grace period; --json also lists shared files referenced but
-    missing. Savepoints are never touched. Needs the leader.
+    unreferenced for the grace period, unless a pending checkpoint's acknowledgement or
+    the driver's last acknowledged snapshot references it; --json also lists shared files
+    referenced but missing. A job that ended in this term has its shared/ files older
+    than the grace period deleted. Savepoints are never touched. Needs the leader.
     """
     try:
         with _source(opts, read_only=False) as source:

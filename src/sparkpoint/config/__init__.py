@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.config.checkpoints import CheckpointingSettings, StorageSettings, StoreSettings
+from sparkpoint.config.checkpoints import (
+    GRACE_PERIOD_KEY,
+    CheckpointingSettings,
+    StorageSettings,
+    StoreSettings,
+    timeout_beyond_grace,
+)
 from sparkpoint.config.cluster import (
     LEASE_MIN_RENEWALS,
     HASettings,
@@ -50,6 +56,14 @@ class Config:
     checkpointing: CheckpointingSettings = field(default_factory=CheckpointingSettings)
     service: ServiceSettings = field(default_factory=ServiceSettings)
     security: SecuritySettings = field(default_factory=SecuritySettings)
+
+    def __post_init__(self) -> None:
+        timeout_ms = self.job_option_defaults()["timeout_ms"]
+        problem = timeout_beyond_grace(timeout_ms, self.store.orphan_grace_s)
+        if problem:
+            raise ConfigError(
+                key_of(CheckpointingSettings, "timeout_s"), f"{timeout_ms} ms", problem
+            )
 
     def job_option_defaults(self) -> dict[str, int]:
         """The checkpointing options of a job that sets none, as ``CheckpointingOptions``
@@ -88,6 +102,7 @@ def load_config(
 __all__ = [
     "CONFIG_ENV",
     "ENV_PREFIX",
+    "GRACE_PERIOD_KEY",
     "LEASE_MIN_RENEWALS",
     "SYSTEM_CONFIG",
     "CheckpointingSettings",
@@ -106,4 +121,5 @@ __all__ = [
     "key_of",
     "lease_timing_problem",
     "load_config",
+    "timeout_beyond_grace",
 ]

@@ -18,6 +18,25 @@ from sparkpoint.config.values import (
     setting,
 )
 
+#: The key of the grace period, named by every refusal of a checkpoint timeout beyond it.
+GRACE_PERIOD_KEY = "state.checkpoints.orphan-cleanup.grace-period"
+
+
+def timeout_beyond_grace(timeout_ms: int, grace_period_s: float) -> str | None:
+    """The one rule tying a checkpoint's timeout to the collector's grace period (the
+    configuration's defaults and every job's options obey it); None when it holds. A
+    pending checkpoint's uploads to ``shared/`` are referenced by nothing retained until
+    it completes, up to the timeout after its trigger: a longer timeout would let it
+    complete referencing files the collector already deleted."""
+    grace_ms = round(grace_period_s * 1000)
+    if timeout_ms > grace_ms:
+        return (
+            f"must not exceed {GRACE_PERIOD_KEY} ({grace_ms} ms): a checkpoint pending that "
+            "long could complete referencing shared files already deleted; lower the "
+            "timeout or raise the grace period"
+        )
+    return None
+
 
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
@@ -26,9 +45,10 @@ class StoreSettings:
         "Completed checkpoints retained per job (>= 1).",
     )  # fmt: skip
     orphan_grace_s: float = setting(
-        "state.checkpoints.orphan-cleanup.grace-period", parse_duration, 600.0,
-        "A chk-<id> directory that is neither retained nor pending is deleted by the leader "
-        "once nothing in it changed for this long (0.1 s .. 30 days).",
+        GRACE_PERIOD_KEY, parse_duration, 600.0,
+        "A chk-<id> directory that is neither retained nor pending, or a shared file no "
+        "checkpoint references, is deleted by the leader once so for this long (0.1 s .. "
+        "30 days); no checkpoint timeout (execution.checkpointing.timeout) may exceed it.",
     )  # fmt: skip
     orphan_scan_interval_s: float = setting(
         "state.checkpoints.orphan-cleanup.interval", parse_duration, 60.0,
@@ -86,7 +106,8 @@ class CheckpointingSettings:
     )  # fmt: skip
     timeout_s: float = setting(
         "execution.checkpointing.timeout", parse_duration, 600.0,
-        "Default time after which a checkpoint still collecting acknowledgements expires.",
+        "Default time after which a checkpoint still collecting acknowledgements expires; "
+        "at most state.checkpoints.orphan-cleanup.grace-period (a job's own timeout too).",
     )  # fmt: skip
     min_pause_s: float = setting(
         "execution.checkpointing.min-pause", parse_duration, 0.0,

@@ -117,6 +117,9 @@ class CheckpointCoordinator:
             transitions=self._transitions,
         )
         self._finalizer = Finalizer(transitions=self._transitions, store=store, clock=clock)
+        #: The states of the checkpoint acknowledged in full last (completed or not): its
+        #: driver reads its running state back from that snapshot (see held_states).
+        self._last_acknowledged: tuple[OperatorSubtaskState, ...] = ()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -342,6 +345,7 @@ class CheckpointCoordinator:
                 remaining = pending.total_subtasks - pending.acknowledged_subtasks
                 return AckResult(checkpoint_id, CheckpointStatus.IN_PROGRESS, remaining)
             pending.status = CheckpointStatus.FINALIZING
+            self._last_acknowledged = pending.subtask_states()
         return self._finalizer.finalize(pending, started)
 
     def decline(
@@ -400,6 +404,19 @@ class CheckpointCoordinator:
     def pending_checkpoint_ids(self) -> list[int]:
         with self._lock:
             return [p.checkpoint_id for p in self._tracker.pending()]
+
+    def held_states(self) -> list[OperatorSubtaskState]:
+        """Subtask states whose files must outlive any grace period while this coordinator
+        runs, though no retained checkpoint may reference them: those acknowledged for the
+        pending checkpoints (they reference them once they complete, however late within
+        the timeout), and those of the checkpoint acknowledged in full last, completed or
+        not — its driver read its running state back from that snapshot and rebuilds a
+        lost executor's part from it until it acknowledges a newer one."""
+        with self._lock:
+            held = list(self._last_acknowledged)
+            for pending in self._tracker.pending():
+                held.extend(pending.subtask_states())
+            return held
 
     def pending_checkpoint(self, checkpoint_id: int) -> PendingCheckpoint:
         """The pending checkpoint (read-only use), or the typed reason why there is none."""

@@ -97,6 +97,10 @@ class PendingCheckpoint:
     def checkpointed_size(self) -> int:
         return sum(s.checkpointed_size for s in self._states.values())
 
+    def subtask_states(self) -> tuple[OperatorSubtaskState, ...]:
+        """The states acknowledged so far (what the checkpoint will reference)."""
+        return tuple(self._states.values())
+
     def waiting_for(self) -> frozenset[SubtaskKey]:
         return frozenset(self._waiting)
 

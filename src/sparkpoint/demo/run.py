@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.config import ZooKeeperSettings
+from sparkpoint.config import StoreSettings, ZooKeeperSettings
 from sparkpoint.demo.addresses import addresses_event
 from sparkpoint.demo.connectors import QueueDemo
 from sparkpoint.demo.kafka import KafkaDemo
@@ -139,6 +139,11 @@ class Demo:
             renew_interval_s=0.25,
             takeover_timeout_s=opts.takeover_timeout_s,
             num_retained=RETAINED,
+            # The product's grace period, and so its checkpoint timeout (which may not
+            # exceed it): the demo shows no orphan collection, and a loaded laptop's
+            # checkpoints may take longer than a drill's few seconds.
+            orphan_grace_s=StoreSettings().orphan_grace_s,
+            orphan_scan_interval_s=StoreSettings().orphan_scan_interval_s,
         )
         for i in range(opts.replicas):
             replica = LocalReplica(

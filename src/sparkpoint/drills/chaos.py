@@ -98,7 +98,7 @@ class ChaosOptions:
     deadline_s: float = 120.0
     # The collector's grace period: an orphan older than it, a scan interval and a margin
     # (for a loaded machine) counts as leaked.
-    orphan_grace_s: float = 3.0
+    orphan_grace_s: float = 30.0  # also the checkpoint timeout (replicas.py)
     # Stop injecting once this much time has passed (the run then finishes as usual, its
     # report saying how many of the planned iterations ran); None: run them all.
     time_limit_s: float | None = None

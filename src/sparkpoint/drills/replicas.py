@@ -46,12 +46,22 @@ class ReplicaSettings:
     tolerable_failed_checkpoints: int = _CHECKPOINTING.tolerable_failures
     # Every failover leaves an orphan: the collector's grace period and scan interval are
     # shortened so that it is collected, or shows as leaked, within the drill (the
-    # product's are 10 min and 1 min).
-    orphan_grace_s: float = 3.0
+    # product's are 10 min and 1 min). Not below half a minute: the checkpoint timeout may
+    # not exceed it, and a loaded machine's first epoch of a Spark pipeline takes seconds.
+    orphan_grace_s: float = 30.0
     orphan_scan_interval_s: float = 0.5
+    # execution.checkpointing.timeout: the service refuses one beyond the grace period, so
+    # by default the drill's equals it (None); a drill may set a shorter one.
+    checkpoint_timeout_s: float | None = None
     driver_takeover_timeout_s: float = _SERVICE.driver_takeover_timeout_s
     # A slow storage's deletions (the chaos drill's slow-deletions fault); 0: the product's.
     cleanup_delay_s: float = 0.0
+
+    @property
+    def checkpoint_timeout(self) -> float:
+        return (
+            self.orphan_grace_s if self.checkpoint_timeout_s is None else self.checkpoint_timeout_s
+        )
 
     def as_sets(self) -> dict[str, str]:
         return {
@@ -60,6 +70,7 @@ class ReplicaSettings:
             "high-availability.lease.takeover-timeout": f"{self.takeover_timeout_s:g} s",
             "state.checkpoints.num-retained": str(self.num_retained),
             "state.checkpoints.orphan-cleanup.grace-period": f"{self.orphan_grace_s:g} s",
+            "execution.checkpointing.timeout": f"{self.checkpoint_timeout:g} s",
             "state.checkpoints.orphan-cleanup.interval": f"{self.orphan_scan_interval_s:g} s",
             "driver.takeover-timeout": f"{self.driver_takeover_timeout_s:g} s",
             "state.checkpoints.cleanup.delay": f"{self.cleanup_delay_s:g} s",

@@ -31,7 +31,7 @@ from sparkpoint.runs.errors import (
     UnknownJobError,
 )
 from sparkpoint.runs.messages import RestoreMode, RunNotice
-from sparkpoint.runs.options import job_options
+from sparkpoint.runs.options import job_options, stored_job_options
 from sparkpoint.runs.restore import PlannedRestore, plan_run_restore
 from sparkpoint.runs.session import JobSession
 from sparkpoint.storage import CheckpointStorage
@@ -89,9 +89,13 @@ class JobRuns:
         *,
         option_defaults: Mapping[str, int],
         takeover_timeout_s: float,
+        orphan_grace_s: float | None = None,
     ) -> None:
+        """``orphan_grace_s``: the grace period of the host's orphan collector, which no
+        job's checkpoint timeout may exceed (None: the host has no collector)."""
         self._host = host
         self._defaults = dict(option_defaults)
+        self._grace_s = orphan_grace_s
         self._takeover_timeout_s = takeover_timeout_s
         self._sessions: dict[str, JobSession] = {}
         self._lock = threading.RLock()
@@ -101,7 +105,12 @@ class JobRuns:
     # --- jobs ---------------------------------------------------------------------------
 
     def options(self, config: Mapping[str, Any]) -> CheckpointingOptions:
-        return job_options(self._defaults, config)
+        """A registration's options; bad ones are refused with a ConfigError."""
+        return job_options(self._defaults, config, grace_period_s=self._grace_s)
+
+    def stored_options(self, config: Mapping[str, Any]) -> CheckpointingOptions:
+        """The options of a job's record (see ``stored_job_options``)."""
+        return stored_job_options(self._defaults, config, grace_period_s=self._grace_s)
 
     def sessions(self) -> list[JobSession]:
         with self._lock:

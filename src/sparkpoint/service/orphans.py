@@ -31,8 +31,15 @@ checkpoint that completed meanwhile left pending only once its pointer was in th
 where the third read finds it.
 Savepoints live elsewhere and anything else not named ``chk-<n>`` is never looked at,
 except ``shared/``: its files that no retained checkpoint references are deleted once
-unreferenced for the grace period in this term (storage/shared_files.py). A follower
-has no term and so no collector: it deletes nothing.
+unreferenced for the grace period in this term (storage/shared_files.py), unless the
+states this term's coordinator holds reference them — the acknowledgements of its
+pending checkpoints (each completes up to the checkpoint timeout after its trigger) and
+those of the snapshot the driver acknowledged last (it rebuilds a lost executor's state
+from it, completed or not). Those are read with the pending ids. A job that ended in
+this term (its session stays, so its driver hears how it ended) has its ``shared/``
+emptied of files older than the grace period: ending it queued that already, and this
+retries a deletion that failed. A follower has no term and so no collector: it deletes
+nothing.
 
 The collector runs on its own thread every ``state.checkpoints.orphan-cleanup.interval``,
 never on the tick loop, so deleting (slow on HDFS) never holds up a trigger or an ack.
@@ -53,7 +60,11 @@ from sparkpoint.coordinator.storage_api import STORAGE_FAILURES
 from sparkpoint.ha import HAError
 from sparkpoint.service.backend import ListedIds
 from sparkpoint.storage import OrphanDirectory
-from sparkpoint.storage.shared_files import SharedFileCollector
+from sparkpoint.storage.shared_files import (
+    SharedFileCollector,
+    ended_job_shared_files,
+    remove_ended_job_shared_files,
+)
 
 if TYPE_CHECKING:
     from sparkpoint.runs.session import JobSession
@@ -177,13 +188,13 @@ class OrphanCollector:
         term = self._term
         wanted = set(job_ids) if job_ids is not None else None
         with self._lock:
-            sessions = [
-                s
-                for s in term.sessions()
-                if (wanted is None or s.job_id in wanted)
-                and not s.job_status().is_globally_terminal  # its removal took its files
-            ]
-            jobs = tuple(self._collect_job(s, dry_run=dry_run) for s in sessions)
+            sessions = [s for s in term.sessions() if wanted is None or s.job_id in wanted]
+            jobs = tuple(
+                self._collect_ended_job(s, dry_run=dry_run)
+                if s.job_status().is_globally_terminal
+                else self._collect_job(s, dry_run=dry_run)
+                for s in sessions
+            )
             metrics.ORPHAN_SCANS.inc()
         return CollectionReport(
             dry_run=dry_run,
@@ -252,13 +263,41 @@ class OrphanCollector:
                      orphan.path, orphan.size_bytes)  # fmt: skip
         return removed, error
 
+    def _collect_ended_job(self, session: JobSession, *, dry_run: bool) -> JobOrphans:
+        """An ended job: its store and ``chk-<id>`` directories went with it; what its
+        ``shared/`` still holds from before the grace period is garbage (a job registered
+        again under its id has a new session, and uploads only after that)."""
+        job_id = session.job_id
+        term = self._term
+        before = self._clock() - round(self.grace_period_s * 1000)
+        if not dry_run and not term.may_act():
+            return JobOrphans(job_id, error="leadership lost; left for the next scan")
+        try:
+            if dry_run:
+                removed = ended_job_shared_files(term.storage, job_id, ended_ms=before)
+            else:
+                removed = remove_ended_job_shared_files(term.storage, job_id, ended_ms=before)
+        except STORAGE_FAILURES as exc:
+            metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()
+            log.warning("shared files of ended job %s not deleted: %s", job_id, exc)
+            return JobOrphans(job_id, error=f"{type(exc).__name__}: {exc}")
+        if removed and not dry_run:
+            log.info("deleted %d shared files of ended job %s", len(removed), job_id)
+        listed = [{"path": f.path, "size_bytes": f.size} for f in removed]
+        return JobOrphans(job_id, shared={"ended": True, "removed": listed})
+
     def _collect_job(self, session: JobSession, *, dry_run: bool) -> JobOrphans:
         job_id = session.job_id
         term = self._term
+        # Before anything is read: a file is only ever judged older than it was then, so
+        # an acknowledgement arriving after the states below were read is one of a
+        # checkpoint triggered less than the grace period before (timeout <= grace).
+        now = self._clock()
         try:
             # Order matters; see the module docstring.
             next_id = session.counter.get()
             pending = tuple(session.coordinator.pending_checkpoint_ids())
+            held = session.coordinator.held_states()
             if session.coordinator.is_stopped:
                 # Replaced by a re-registration: its successor's pending ids are unknown here.
                 return JobOrphans(job_id, error="job session was replaced; scanned next time")
@@ -274,7 +313,6 @@ class OrphanCollector:
             restored = session.coordinator.restored_checkpoint_id()
             if restored is not None:
                 retained.add(restored)  # a new run may still be reading it
-            now = self._clock()
             found = term.storage.find_orphans(
                 job_id,
                 retained_ids=retained,
@@ -293,6 +331,7 @@ class OrphanCollector:
                 now_ms=now,
                 grace_ms=self.grace_period_s * 1000,
                 dry_run=dry_run or not term.may_act() or bool(listed.undecodable),
+                held=held,
             )
         except (HAError, *STORAGE_FAILURES) as exc:
             metrics.ORPHAN_SCAN_FAILURES.labels(job_id=job_id).inc()

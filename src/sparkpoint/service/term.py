@@ -68,7 +68,10 @@ class Term:
         self.closed = False
         self.close_reason = ""
         self._runs = JobRuns(
-            self, option_defaults=option_defaults, takeover_timeout_s=driver_takeover_timeout_s
+            self,
+            option_defaults=option_defaults,
+            takeover_timeout_s=driver_takeover_timeout_s,
+            orphan_grace_s=orphan_grace_s,
         )
         self._lock = threading.RLock()
         # Rounds of tick() completed: a request can wait for the worker's next round.
@@ -182,7 +185,7 @@ class Term:
         return self._open(record, notice_base)
 
     def _open(self, record: JobRecord, notice_base: int, *, resumed: bool = False) -> JobSession:
-        options = self._runs.options(record.checkpoint_config)
+        options = self._runs.stored_options(record.checkpoint_config)  # checked if new
         counter = self._backend.counter(record.job_id, self.leadership)
         counter.start()
         store = self._backend.store(record.job_id, self.leadership, options.max_retained)
