@@ -6,8 +6,8 @@ steps, so the planner can run anywhere and tasks read only their share.
 
 ``recovery.loading`` (storage, metrics) and ``recovery.reader`` (storage) are not
 imported here, so the planner stays light. The state format executors write (keys, key
-groups, stream writers) is ``sparkpoint.statefiles``, below this package: writing a
-snapshot imports nothing of recovery.
+groups, stream writers and the format's reader) is ``sparkpoint.statefiles``, below this
+package: writing a snapshot imports nothing of recovery.
 """
 
 from sparkpoint.recovery.assignment import plan_restore

@@ -4,12 +4,12 @@ Given a subtask's assignment from a :class:`~sparkpoint.recovery.plan.RestorePla
 keyed reader seeks to each key group's offset in each handle and yields
 ``(key_group, key, value_bytes)``; it never reads the key groups of other subtasks.
 Bytes come from a ``read_range(path, offset, length)`` filesystem (local or HDFS, from
-``sparkpoint.storage.filesystem_for``) or from the inline handle itself.
+``sparkpoint.storage.filesystem_for``) or from the inline handle itself; the format they
+are in is read by ``sparkpoint.statefiles.reader``, beside its writers.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
@@ -21,9 +21,14 @@ from sparkpoint.checkpoint import (
 )
 from sparkpoint.recovery.errors import StateFileError
 from sparkpoint.recovery.plan import SubtaskRestore
-from sparkpoint.statefiles.keygroups import key_group_for_key_bytes
-from sparkpoint.statefiles.keys import Key, KeyEncodingError, decode_key_from
-from sparkpoint.statefiles.writers import GROUP_HEADER, GROUP_MAGIC, U32
+from sparkpoint.statefiles.keys import Key
+from sparkpoint.statefiles.reader import (
+    StateFormatError,
+    key_group_length,
+    operator_element,
+    parse_key_group,
+)
+from sparkpoint.statefiles.writers import GROUP_HEADER
 from sparkpoint.storage.errors import StorageError
 
 #: Consecutive key groups are fetched together up to this many bytes per read: few round
@@ -83,36 +88,10 @@ def _describe(stream: StreamStateHandle) -> str:
 def _parse_group(
     stream: StreamStateHandle, data: bytes, key_group: int, max_parallelism: int | None
 ) -> Iterator[tuple[Key, bytes]]:
-    where = f"{_describe(stream)}, key group {key_group}"
-    magic, group, entries, body_length, crc = GROUP_HEADER.unpack_from(data, 0)
-    if magic != GROUP_MAGIC:
-        raise StateFileError(f"{where}: no key-group header at its offset (found {magic!r})")
-    if group != key_group:
-        raise StateFileError(f"{where}: the offset points at key group {group}")
-    body = memoryview(data)[GROUP_HEADER.size :]
-    if len(body) != body_length or zlib.crc32(body) != crc:
-        raise StateFileError(f"{where}: checksum mismatch, the state file is corrupted")
-    pos = 0
-    for _ in range(entries):
-        start = pos
-        try:
-            key, pos = decode_key_from(body, pos)
-        except KeyEncodingError as exc:
-            raise StateFileError(f"{where}: bad key: {exc}") from exc
-        if max_parallelism is not None:
-            actual = key_group_for_key_bytes(bytes(body[start:pos]), max_parallelism)
-            if actual != key_group:
-                raise StateFileError(f"{where}: holds a key of key group {actual}")
-        if pos + U32.size > len(body):
-            raise StateFileError(f"{where}: entry truncated after its key")
-        (size,) = U32.unpack_from(body, pos)
-        pos += U32.size
-        if pos + size > len(body):
-            raise StateFileError(f"{where}: value of {size} bytes runs past the group")
-        yield key, bytes(body[pos : pos + size])
-        pos += size
-    if pos != len(body):
-        raise StateFileError(f"{where}: {len(body) - pos} bytes after the last entry")
+    try:
+        yield from parse_key_group(data, key_group, max_parallelism)
+    except StateFormatError as exc:
+        raise StateFileError(f"{_describe(stream)}, key group {key_group}: {exc}") from exc
 
 
 def _group_spans(reader: StreamReader, handle: KeyGroupsStateHandle) -> list[tuple[int, int, int]]:
@@ -121,13 +100,13 @@ def _group_spans(reader: StreamReader, handle: KeyGroupsStateHandle) -> list[tup
     offsets = handle.offsets
     last = offsets[-1]
     header = reader.read(handle.stream, last, GROUP_HEADER.size)
-    magic, _, _, body_length, _ = GROUP_HEADER.unpack(header)
-    if magic != GROUP_MAGIC:
+    try:
+        last_length = key_group_length(header)
+    except StateFormatError as exc:
         raise StateFileError(
-            f"{_describe(handle.stream)}, key group {handle.key_group_range.end}: no key-group "
-            f"header at its offset (found {magic!r})"
-        )
-    ends = [*offsets[1:], last + GROUP_HEADER.size + body_length]
+            f"{_describe(handle.stream)}, key group {handle.key_group_range.end}: {exc}"
+        ) from exc
+    ends = [*offsets[1:], last + last_length]
     return list(zip(handle.key_group_range, offsets, ends, strict=True))
 
 
@@ -154,11 +133,6 @@ def read_keyed_handle(
         data = reader.read(handle.stream, start, end - start)
         for key_group, group_start, group_end in spans[i : j + 1]:
             chunk = data[group_start - start : group_end - start]
-            if len(chunk) < GROUP_HEADER.size:
-                raise StateFileError(
-                    f"{_describe(handle.stream)}, key group {key_group}: shorter than a group "
-                    "header (its offsets are wrong)"
-                )
             for key, value in _parse_group(handle.stream, chunk, key_group, max_parallelism):
                 yield key_group, key, value
         i = j + 1
@@ -219,15 +193,8 @@ def read_operator_state(
         for name, info in handle.states.items():
             elements = out.setdefault(name, [])
             for offset in info.offsets:
-                if offset + U32.size > len(data):
-                    raise StateFileError(
-                        f"{_describe(handle.stream)}: element of {name!r} at {offset} is "
-                        "beyond the end"
-                    )
-                (size,) = U32.unpack_from(data, offset)
-                if offset + U32.size + size > len(data):
-                    raise StateFileError(
-                        f"{_describe(handle.stream)}: element of {name!r} at {offset} is truncated"
-                    )
-                elements.append(data[offset + U32.size : offset + U32.size + size])
+                try:
+                    elements.append(operator_element(data, offset, name))
+                except StateFormatError as exc:
+                    raise StateFileError(f"{_describe(handle.stream)}: {exc}") from exc
     return out

@@ -1,7 +1,7 @@
-"""The state files executors write: key bytes, key groups, stream format and writers.
+"""The state files executors write: key bytes, key groups, stream format, writers, reader.
 
 Canonical key bytes, key-group math, and the keyed and operator state stream format with
-its writers (docs/state-files.md).
+its writers and its reader (docs/state-files.md).
 
 Below both the pipeline and recovery, and light (stdlib, mmh3 and the checkpoint values):
 Spark executors import it for every snapshot, and writing one imports no restore logic.
