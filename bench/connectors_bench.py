@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
 from sparkpoint.pipeline import EmbeddedChannel, FileSource, Pipeline, PipelineDriver
 from sparkpoint.pipeline.examples.orders import (
     CountPerKey,

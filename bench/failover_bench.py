@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from service_bench import one_failover
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 
 
 def measure(quorum: str, root: Path, runs: int, session: float, takeover: float, sig: int):  # type: ignore[no-untyped-def]

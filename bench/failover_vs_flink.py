@@ -35,7 +35,7 @@ from flink_cluster import (
     flink_home,
     wait_until,
 )
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 
 
 def flink_failovers(cluster: FlinkCluster, job_id: str, kills: int, settle_s: float) -> list[float]:

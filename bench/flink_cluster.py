@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from sparkpoint.devcluster.zookeeper import free_port
+from sparkpoint.ops.devcluster.zookeeper import free_port
 
 JOB_SOURCE = Path(__file__).with_name("flink") / "RunningSum.java"
 ENTRYPOINT = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"

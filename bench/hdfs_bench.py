@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sparkpoint.devcluster.hdfs import FS_SHELL_MAIN, LocalHdfs
+from sparkpoint.ops.devcluster.hdfs import FS_SHELL_MAIN, LocalHdfs
 from sparkpoint.storage import CheckpointStorage
 
 MIB = 1024 * 1024

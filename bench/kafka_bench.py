@@ -48,7 +48,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from sparkpoint.devcluster.kafka import LocalKafka
+from sparkpoint.ops.devcluster.kafka import LocalKafka
 from sparkpoint.pipeline.examples.kafka_orders import create_topics
 from sparkpoint.pipeline.examples.orders import message
 

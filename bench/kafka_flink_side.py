@@ -1,5 +1,5 @@
 """The Flink 2.3 side of bench/kafka_bench.py: ``bench/flink/KafkaRunningSum.java`` built
-into one jar with flink-connector-kafka (the `flink-kafka` set of sparkpoint.devcluster.jvm) and
+into one jar with flink-connector-kafka (the `flink-kafka` set of sparkpoint.ops.devcluster.jvm) and
 submitted to the session cluster of ``bench/flink_cluster.py`` (ZooKeeper HA, two
 JobManagers); the fault is kill -9 of the leading JobManager, the standby takes over."""
 
@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 
 from flink_cluster import FlinkCluster, flink_cluster, flink_home, wait_until
-from sparkpoint.devcluster.jvm import classpath
-from sparkpoint.devcluster.kafka import LocalKafka
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.jvm import classpath
+from sparkpoint.ops.devcluster.kafka import LocalKafka
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 
 JOB = Path(__file__).with_name("flink") / "KafkaRunningSum.java"
 ENTRY = "sparkpointbench.KafkaRunningSum"

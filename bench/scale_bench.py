@@ -39,7 +39,7 @@ from sparkpoint.checkpoint import (
     OperatorSubtaskState,
 )
 from sparkpoint.client.client import state_to_dict
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, free_port
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, free_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SATURATED = 0.95  # share of one core

@@ -35,8 +35,8 @@ import coordinator_bench as cb
 from sparkpoint.client import ClientError, CoordinatorClient
 from sparkpoint.config import ZooKeeperSettings, load_config
 from sparkpoint.counter import ZooKeeperCheckpointIDCounter
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, free_port
 from sparkpoint.ha import Fence, ZooKeeperConnection, read_epoch
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, free_port
 from sparkpoint.service import start_service
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 

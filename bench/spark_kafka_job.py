@@ -1,7 +1,7 @@
 """The Spark Structured Streaming side of bench/kafka_bench.py, as a process (killed with
 kill -9 and started again on the same checkpointLocation): Kafka → a keyed running count
 with ``applyInPandasWithState`` → Kafka, through Spark's own Kafka connector
-(``spark-sql-kafka``, the `spark-kafka` set of sparkpoint.devcluster.jvm). Spark's Kafka sink is
+(``spark-sql-kafka``, the `spark-kafka` set of sparkpoint.ops.devcluster.jvm). Spark's Kafka sink is
 at least once: a restarted query writes the last micro-batch again.
 
 Run:  python bench/spark_kafka_job.py BOOTSTRAP INPUT OUTPUT CHECKPOINT_DIR TRIGGER_S
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from sparkpoint.devcluster.jvm import classpath
+from sparkpoint.ops.devcluster.jvm import classpath
 
 STATE = "count long"
 OUT = "id string, key string, seq long, amount long"

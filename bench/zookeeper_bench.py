@@ -22,8 +22,8 @@ from collections.abc import Callable
 from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer
 from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.counter import ZooKeeperCheckpointIDCounter
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import Fence, ZooKeeperConnection, read_epoch
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 
 

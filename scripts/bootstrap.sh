@@ -60,7 +60,7 @@ install_debian_packages() {  # $1: why, then the packages; quiet, never starts a
     fi
 }
 
-fetch_jvm() {  # $@: artifact sets of sparkpoint.devcluster.jvm (Maven fetches them once, into a cache)
+fetch_jvm() {  # $@: artifact sets of sparkpoint.ops.devcluster.jvm (Maven fetches them once, into a cache)
     command -v mvn >/dev/null 2>&1 || install_debian_packages "Maven fetches the JVM artifacts" maven
     .venv/bin/sparkpoint jvm fetch "$@"
 }

@@ -94,7 +94,7 @@ build_zookeeper() {
     local tag="localhost/sparkpoint-zookeeper:$version"
     local from="localhost/sparkpoint-jre-base:bookworm"
     local jars hash
-    jars="$(.venv/bin/python -c 'from sparkpoint.devcluster.zookeeper import find_classpath as f; print(f())')"
+    jars="$(.venv/bin/python -c 'from sparkpoint.ops.devcluster.zookeeper import find_classpath as f; print(f())')"
     hash="$( { cat Containerfile.zookeeper; echo "$jars" | tr ':' '\n' | xargs -n1 basename; } \
              | sha256sum | cut -c1-16)"
     if [ -z "$force" ] && [ "$(image_hash "$tag")" = "$hash" ]; then

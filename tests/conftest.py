@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sparkpoint.config import ZooKeeperSettings
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import ZooKeeperConnection
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from tests.service.support import ReplicaProcess, spawn_replica
 from tests.support.zk import settings_for
 

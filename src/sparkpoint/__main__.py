@@ -1,5 +1,5 @@
 """`python -m sparkpoint` is the `sparkpoint` command."""
 
-from sparkpoint.cli.main import main
+from sparkpoint.ops.cli.main import main
 
 main()

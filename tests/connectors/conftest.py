@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.devcluster.kafka import LocalKafka
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.devcluster.kafka import LocalKafka
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
 from tests.pipeline.conftest import spark
 
 __all__ = ["spark"]

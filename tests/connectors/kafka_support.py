@@ -6,7 +6,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkpoint.devcluster.kafka import LocalKafka
+from sparkpoint.ops.devcluster.kafka import LocalKafka
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.embedded import EmbeddedChannel
 from sparkpoint.pipeline.examples import kafka_orders

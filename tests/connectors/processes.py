@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparkpoint.devcluster.kafka import LocalKafka
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.devcluster.kafka import LocalKafka
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
 from tests.pipeline.processes import DriverProcess
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.embedded import EmbeddedChannel
 from sparkpoint.pipeline.examples.orders import (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
 from tests.pipeline.processes import executor_pids
 from tests.support.waiting import wait_until
 

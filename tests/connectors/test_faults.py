@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.embedded import EmbeddedChannel
 from sparkpoint.pipeline.examples.orders import orders_pipeline

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sparkpoint.devcluster.kafka import LocalKafka
-from sparkpoint.drills.kill_driver import standby_ready
+from sparkpoint.ops.devcluster.kafka import LocalKafka
+from sparkpoint.ops.drills.kill_driver import standby_ready
 from tests.pipeline.processes import DriverProcess, executor_pids
 from tests.service.support import ReplicaProcess, wait_leader
 from tests.support.waiting import wait_until

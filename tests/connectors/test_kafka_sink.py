@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from sparkpoint.devcluster.kafka import LocalKafka
+from sparkpoint.ops.devcluster.kafka import LocalKafka
 from sparkpoint.pipeline.kafka_sink import KafkaSink, KafkaSinkError, StagedChunk
 from sparkpoint.pipeline.two_phase import EpochOutput
 

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from sparkpoint.devcluster.kafka import LocalKafka
+from sparkpoint.ops.devcluster.kafka import LocalKafka
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.embedded import EmbeddedChannel

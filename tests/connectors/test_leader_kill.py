@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
 from tests.service.support import ReplicaProcess, wait_leader
 from tests.support.waiting import wait_until
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.devcluster.kafka import LocalKafka
+from sparkpoint.ops.devcluster.kafka import LocalKafka
 from tests.support.leftover_clients import ClientWatch, LeftBehind, connected_to
 from tests.support.waiting import wait_until
 
@@ -72,7 +72,7 @@ def test_clients_left_behind_are_caught_and_named(tmp_path: Path) -> None:
 SESSION_TEST = """
 import socket
 import pytest
-from sparkpoint.devcluster.system_servers import PostgresServer
+from sparkpoint.ops.devcluster.system_servers import PostgresServer
 import tempfile, shutil
 from pathlib import Path
 

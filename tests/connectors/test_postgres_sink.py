@@ -9,7 +9,7 @@ import uuid
 
 import psycopg
 
-from sparkpoint.devcluster.system_servers import PostgresServer
+from sparkpoint.ops.devcluster.system_servers import PostgresServer
 from sparkpoint.pipeline.postgres import PostgresSink
 from sparkpoint.pipeline.two_phase import EpochOutput
 

@@ -13,7 +13,7 @@ import pika
 import pytest
 from prometheus_client import REGISTRY
 
-from sparkpoint.devcluster.system_servers import RabbitMQServer
+from sparkpoint.ops.devcluster.system_servers import RabbitMQServer
 from sparkpoint.pipeline.sources.acknowledging import MISSING_ID, UNDECODABLE
 from sparkpoint.pipeline.sources.rabbitmq import REASON_HEADER, RabbitMQSource
 from tests.support.waiting import wait_until

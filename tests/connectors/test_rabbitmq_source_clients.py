@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sparkpoint.devcluster.system_servers import RabbitMQServer
+from sparkpoint.ops.devcluster.system_servers import RabbitMQServer
 from sparkpoint.pipeline.builder import Pipeline
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.embedded import EmbeddedChannel

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
-from sparkpoint.drills.kill_driver import standby_ready
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.drills.kill_driver import standby_ready
 from tests.service.support import ReplicaProcess, wait_leader
 from tests.support.waiting import wait_until
 

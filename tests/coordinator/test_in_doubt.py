@@ -14,11 +14,11 @@ import pytest
 
 from sparkpoint.coordinator import AbortNotice, CheckpointCoordinator, CheckpointingOptions
 from sparkpoint.counter import StandaloneCheckpointIDCounter
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
-from sparkpoint.drills.faults import TO_CLIENT, FaultProxy
 from sparkpoint.ha import Fence, Op, PossiblyAppliedError, ZooKeeperConnection, read_epoch
 from sparkpoint.ha.connection import ConnectionState
 from sparkpoint.ha.fencing import bump_epoch
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.drills.faults import TO_CLIENT, FaultProxy
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.support.waiting import wait_until
 from tests.support.zk import settings_for

@@ -16,9 +16,9 @@ from sparkpoint.counter import (
     ZooKeeperCheckpointIDCounter,
 )
 from sparkpoint.counter.zookeeper import decode_count
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import Fence, FencedError, ZooKeeperConnection, read_epoch
 from sparkpoint.ha.fencing import bump_epoch
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 
 
 @pytest.fixture(params=["standalone", "zookeeper"])

@@ -9,10 +9,10 @@ from typing import Any
 
 from sparkpoint.counter import ZooKeeperCheckpointIDCounter
 from sparkpoint.counter.zookeeper import decode_count
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
-from sparkpoint.drills.faults import TO_CLIENT, FaultProxy
 from sparkpoint.ha import Fence, FencedError, ZooKeeperConnection, read_epoch
 from sparkpoint.ha.fencing import bump_epoch
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.drills.faults import TO_CLIENT, FaultProxy
 from tests.support.waiting import wait_until
 from tests.support.zk import settings_for
 

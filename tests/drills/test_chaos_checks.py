@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkpoint.drills import (
+from sparkpoint.ops.drills import (
     CheckpointDirectory,
     CompletionNotice,
     RestoreCheck,
@@ -13,7 +13,7 @@ from sparkpoint.drills import (
     check_latest_restorable,
     check_no_stale_directories,
 )
-from sparkpoint.drills.chaos import FAULTS, plan_faults
+from sparkpoint.ops.drills.chaos import FAULTS, plan_faults
 
 
 def test_each_id_completed_once_with_one_pointer_holds() -> None:
@@ -110,7 +110,7 @@ def test_an_unknown_fault_is_refused_by_name() -> None:
 
 
 def test_failover_phases_add_up_and_a_missing_timestamp_blanks_only_its_neighbours() -> None:
-    from sparkpoint.drills.phases import PHASES, failover_phases
+    from sparkpoint.ops.drills.phases import PHASES, failover_phases
 
     record = {"trigger_timestamp": 103_000, "latest_ack_timestamp": 105_500,
               "completion_timestamp": 105_700}  # fmt: skip
@@ -129,7 +129,7 @@ def test_failover_phases_add_up_and_a_missing_timestamp_blanks_only_its_neighbou
 
 
 def test_the_replay_bound_covers_every_run_of_a_restarted_driver() -> None:
-    from sparkpoint.drills.workload import epochs_read
+    from sparkpoint.ops.drills.workload import epochs_read
 
     reports = [{"event": "started", "epoch": 0}, {"epoch": 12},
                {"event": "started", "epoch": 0}, {"epoch": 6}]  # fmt: skip

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from sparkpoint.devcluster.hdfs import LocalHdfs
-from sparkpoint.drills.hdfs_faults import HDFS_TOLERABLE_FAILURES
+from sparkpoint.ops.devcluster.hdfs import LocalHdfs
+from sparkpoint.ops.drills.hdfs_faults import HDFS_TOLERABLE_FAILURES
 from sparkpoint.storage import CheckpointStorage
 from tests.support.hdfs import own_cluster
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.cli.drill import (
+from sparkpoint.ops.cli.drill import (
     EXIT_COULD_NOT_RUN,
     EXIT_OK,
     EXIT_VIOLATED,
     report_and_exit_code,
 )
-from sparkpoint.drills import DrillReport, Invariant, IterationResult, check_ids_rising
-from sparkpoint.drills.cluster import DrillError
-from sparkpoint.drills.report import bounds_on_scale
+from sparkpoint.ops.drills import DrillReport, Invariant, IterationResult, check_ids_rising
+from sparkpoint.ops.drills.cluster import DrillError
+from sparkpoint.ops.drills.report import bounds_on_scale
 
 OPTS = {"as_json": False, "report_dir": None}
 

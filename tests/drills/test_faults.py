@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparkpoint.drills.faults import TO_CLIENT, FaultProxy
+from sparkpoint.ops.drills.faults import TO_CLIENT, FaultProxy
 from tests.support.waiting import wait_until
 
 

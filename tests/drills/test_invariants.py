@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkpoint.drills import (
+from sparkpoint.ops.drills import (
     CompletionNotice,
     DrillReport,
     Invariant,

@@ -3,8 +3,8 @@ that reads Kafka): the default plans stay what they were."""
 
 from __future__ import annotations
 
-from sparkpoint.drills.chaos import FAULTS, plan_faults
-from sparkpoint.drills.kafka_broker import KAFKA_BROKER_RESTART
+from sparkpoint.ops.drills.chaos import FAULTS, plan_faults
+from sparkpoint.ops.drills.kafka_broker import KAFKA_BROKER_RESTART
 
 
 def test_planned_only_when_named() -> None:

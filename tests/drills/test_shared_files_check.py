@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer, CompletedCheckpoint
-from sparkpoint.drills.invariants import SHARED_FILES_KEPT, check_shared_files_kept
-from sparkpoint.drills.verification import shared_files_report
 from sparkpoint.metadata import encode_metadata
+from sparkpoint.ops.drills.invariants import SHARED_FILES_KEPT, check_shared_files_kept
+from sparkpoint.ops.drills.verification import shared_files_report
 from tests.storage.test_shared_files import HOUR_MS, _layout
 
 NOW_MS = 1_800_000_000_000

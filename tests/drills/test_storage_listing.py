@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.devcluster.hdfs import LocalHdfs
-from sparkpoint.drills.chaos import FAULTS, plan_faults
-from sparkpoint.drills.hdfs_faults import DATANODE_KILL, HDFS_FAULTS, NAMENODE_RESTART
-from sparkpoint.drills.invariants import check_latest_restorable, check_no_stale_directories
-from sparkpoint.drills.verification import (
+from sparkpoint.ha import Fence, ZooKeeperConnection, read_epoch
+from sparkpoint.ops.devcluster.hdfs import LocalHdfs
+from sparkpoint.ops.drills.chaos import FAULTS, plan_faults
+from sparkpoint.ops.drills.hdfs_faults import DATANODE_KILL, HDFS_FAULTS, NAMENODE_RESTART
+from sparkpoint.ops.drills.invariants import check_latest_restorable, check_no_stale_directories
+from sparkpoint.ops.drills.verification import (
     checkpoint_directories,
     latest_restore_check,
     metadata_written_after,
 )
-from sparkpoint.ha import Fence, ZooKeeperConnection, read_epoch
 from sparkpoint.storage import METADATA_FILE_NAME, CheckpointStorage
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.recovery.support import pointer_for, write_keyed_checkpoint

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 
 from sparkpoint.config import ZooKeeperSettings
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import (
     ContenderState,
     HAError,
@@ -17,6 +16,7 @@ from sparkpoint.ha import (
     ZooKeeperLeaderElection,
     ZooKeeperLeadership,
 )
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from tests.support.waiting import wait_until
 from tests.support.zk import settings_for
 

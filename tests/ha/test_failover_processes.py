@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from sparkpoint.counter.zookeeper import decode_count
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import ZooKeeperConnection, list_contenders, read_leader
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from tests.support.processes import ContenderProcess, spawn_contender
 from tests.support.waiting import wait_until
 

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 from kazoo.exceptions import ConnectionLoss
 
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
-from sparkpoint.drills.faults import BOTH, TO_CLIENT, TO_SERVER, FaultProxy
 from sparkpoint.ha import ZooKeeperConnection
 from sparkpoint.ha.connection import ConnectionState
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.drills.faults import BOTH, TO_CLIENT, TO_SERVER, FaultProxy
 from tests.support.waiting import wait_until
 from tests.support.zk import settings_for
 

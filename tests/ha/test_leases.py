@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import read_leader
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from tests.support.processes import ContenderProcess, spawn_contender
 from tests.support.waiting import wait_until
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from tests.ha.test_leases import RENEW, SESSION, TAKEOVER, check_history, issues_more
 from tests.support.netns import NetnsHost
 from tests.support.processes import ContenderProcess, spawn_contender

@@ -18,8 +18,8 @@ import pytest
 from kazoo.exceptions import NoAuthError
 
 from sparkpoint.config import ZooKeeperSettings
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, ServerTLS
 from sparkpoint.ha import NotConnectedError, ZooKeeperConnection
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, ServerTLS
 from tests.service.support import spawn_replica, wait_leader
 from tests.support.certs import CertificateAuthority
 from tests.support.zk import settings_for

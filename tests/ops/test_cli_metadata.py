@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from sparkpoint.cli.main import main
+from sparkpoint.ops.cli.main import main
 from sparkpoint.storage import CheckpointStorage
 from tests.storage.test_checkpoint_storage import make_checkpoint
 from tests.support.hdfs import HDFS_OPTIONS

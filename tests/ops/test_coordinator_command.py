@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparkpoint.config import CONFIG_ENV, ConfigError, config_file_location, load_config
-from sparkpoint.devcluster.zookeeper import free_port
+from sparkpoint.ops.devcluster.zookeeper import free_port
 from tests.service.support import SPARKPOINT
 from tests.support.waiting import wait_until
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from sparkpoint.cli.demo import _view
-from sparkpoint.demo.run import Demo, DemoOptions
-from sparkpoint.drills.replicas import LocalReplica, ReplicaSettings
+from sparkpoint.ops.cli.demo import _view
+from sparkpoint.ops.demo.run import Demo, DemoOptions
+from sparkpoint.ops.drills.replicas import LocalReplica, ReplicaSettings
 from sparkpoint.pipeline.examples import run_clicks
 from sparkpoint.pipeline.examples.clicks import expected_state
 from tests.pipeline import support

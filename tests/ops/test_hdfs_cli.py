@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.demo.storage import hdfs_checkpoints
-from sparkpoint.devcluster.hdfs import HdfsLaunchError, LocalHdfs
+from sparkpoint.ops.devcluster.hdfs import HdfsLaunchError, LocalHdfs
+from sparkpoint.ops.devcluster.hdfs_checkpoints import hdfs_checkpoints
 from sparkpoint.storage import CheckpointStorage, filesystem_for
 from tests.ops.test_zookeeper_cli import sparkpoint
 from tests.storage.test_checkpoint_storage import make_checkpoint

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sparkpoint.cli.main import main
-from sparkpoint.devcluster import jvm
+from sparkpoint.ops.cli.main import main
+from sparkpoint.ops.devcluster import jvm
 
 
 def test_an_unknown_set_is_refused_with_the_known_ones() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from sparkpoint.devcluster.kafka import KafkaLaunchError, LocalKafka
+from sparkpoint.ops.devcluster.kafka import KafkaLaunchError, LocalKafka
 from tests.ops.test_zookeeper_cli import sparkpoint
 
 

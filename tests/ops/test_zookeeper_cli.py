@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, find_classpath, server_mode
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, find_classpath, server_mode
 
 
 def sparkpoint(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sparkpoint.cli.main", *args],
+        [sys.executable, "-m", "sparkpoint.ops.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from sparkpoint.devcluster.zookeeper import free_port
+from sparkpoint.ops.devcluster.zookeeper import free_port
 from tests.ops_artifacts.artifacts import ROOT, tool
 
 # What podman needs on these machines: crun refuses their hybrid cgroup layout (hence

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from sparkpoint.devcluster.zookeeper import server_mode
+from sparkpoint.ops.devcluster.zookeeper import server_mode
 from tests.ops_artifacts.chart import NAMESPACE, Rendered, render
 from tests.ops_artifacts.podman import (
     Network,

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, free_port
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, free_port
 from tests.ops_artifacts.artifacts import run_tool
 from tests.ops_artifacts.chart import NAMESPACE, render
 from tests.support.waiting import wait_until

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import yaml
 
-from sparkpoint.devcluster.zookeeper import free_port
+from sparkpoint.ops.devcluster.zookeeper import free_port
 from tests.ops_artifacts.artifacts import ALERTS, tool
 from tests.service.support import Driver, ReplicaProcess, make_graph, wait_leader
 from tests.support.waiting import wait_until

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sparkpoint.checkpoint import CheckpointKind, JobGraph, OperatorSpec
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline import EmbeddedChannel
 from sparkpoint.pipeline.channel import (
     CheckpointChannel,

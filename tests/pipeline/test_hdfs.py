@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sparkpoint.devcluster.hdfs import LocalHdfs
+from sparkpoint.ops.devcluster.hdfs import LocalHdfs
 from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
 from sparkpoint.storage import filesystem_for
 

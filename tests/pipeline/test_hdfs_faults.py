@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from sparkpoint.config import load_config
-from sparkpoint.devcluster.hdfs import Daemon, LocalHdfs
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.hdfs import Daemon, LocalHdfs
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline import PipelineDriver
 from sparkpoint.pipeline.remote import RemoteChannel
 from sparkpoint.service import Service, start_service

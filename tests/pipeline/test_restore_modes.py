@@ -16,7 +16,7 @@ import pytest
 
 from sparkpoint.checkpoint import CompletedCheckpoint, IncrementalKeyedStateHandle
 from sparkpoint.client import ClientError
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline import EmbeddedChannel, Pipeline, PipelineDriver
 from sparkpoint.pipeline.channel import CheckpointChannel
 from sparkpoint.pipeline.examples.clicks import expected_state

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sparkpoint.config import load_config
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.service import Service, start_service
 from sparkpoint.storage import CheckpointStorage
 from tests.support.hdfs import own_cluster

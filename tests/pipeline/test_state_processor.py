@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sparkpoint.cli.main import main
+from sparkpoint.ops.cli.main import main
 from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
 from sparkpoint.pipeline.examples.clicks import expected_state, user_of
 from sparkpoint.pipeline.state_entries import (

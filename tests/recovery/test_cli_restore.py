@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec
-from sparkpoint.cli.main import main
+from sparkpoint.ops.cli.main import main
 from sparkpoint.recovery import RestorePlan, plan_restore
 from sparkpoint.recovery.loading import load_checkpoint
 from sparkpoint.storage import CheckpointStorage

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec
-from sparkpoint.devcluster.hdfs import LocalHdfs
+from sparkpoint.ops.devcluster.hdfs import LocalHdfs
 from sparkpoint.recovery import plan_restore
 from sparkpoint.recovery.loading import load_checkpoint, load_latest_checkpoint
 from sparkpoint.recovery.reader import read_subtask_keyed_state
@@ -68,7 +68,7 @@ def test_fallback_on_hdfs(hdfs_root: str) -> None:
 def test_cli_plans_from_hdfs(hdfs_root: str) -> None:
     from click.testing import CliRunner
 
-    from sparkpoint.cli.main import main
+    from sparkpoint.ops.cli.main import main
 
     storage = CheckpointStorage(hdfs_root, user=TEST_USER)
     write_keyed_checkpoint(storage.init_checkpoint("hdfs-cli", 4), STATE)

@@ -19,7 +19,7 @@ import httpx
 from sparkpoint.checkpoint import JobGraph, OperatorSpec
 from sparkpoint.client import ClientError, CoordinatorClient
 from sparkpoint.config import load_config
-from sparkpoint.devcluster.zookeeper import free_port
+from sparkpoint.ops.devcluster.zookeeper import free_port
 from sparkpoint.service import Service, start_service
 from tests.coordinator.support import keyed_state
 from tests.support.waiting import wait_until

@@ -16,7 +16,7 @@ import pytest
 from sparkpoint.checkpoint import JobGraph, OperatorSpec, OperatorSubtaskState
 from sparkpoint.client import CoordinatorClient, Invalid, NotFound
 from sparkpoint.config import load_config
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, free_port
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, free_port
 from sparkpoint.service import Service, start_service
 from sparkpoint.service.api.limits import MAX_BODY_BYTES
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore

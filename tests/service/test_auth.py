@@ -20,9 +20,9 @@ from fastapi.routing import iter_route_contexts
 from prometheus_client import REGISTRY
 
 from sparkpoint.checkpoint import OperatorSubtaskState
-from sparkpoint.cli.main import main
 from sparkpoint.client import CoordinatorClient, Credentials, Refused
 from sparkpoint.config import load_config
+from sparkpoint.ops.cli.main import main
 from sparkpoint.service import Service, start_service
 from sparkpoint.service.api.auth import TokenFileError, parse_tokens
 from tests.support.waiting import wait_until

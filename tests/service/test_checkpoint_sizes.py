@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from sparkpoint.checkpoint import KeyGroupRange
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from tests.support.incremental import ack_body, two_snapshots
 
 from .test_api_requests import JOB, _service, register

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from sparkpoint.cli.main import main
 from sparkpoint.config import ZooKeeperSettings
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, free_port
 from sparkpoint.ha import ZooKeeperConnection
+from sparkpoint.ops.cli.main import main
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, free_port
 
 from .test_api_requests import ALL, JOB, _service, ack_body, register
 

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from sparkpoint.devcluster.zookeeper import free_port
 from sparkpoint.liveness import Liveness, probe
+from sparkpoint.ops.devcluster.zookeeper import free_port
 from sparkpoint.pipeline.liveness import LivenessListener, local_host_towards
 from tests.support.waiting import wait_until
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from sparkpoint.config import load_config
-from sparkpoint.devcluster.hdfs import LocalHdfs
+from sparkpoint.ops.devcluster.hdfs import LocalHdfs
 from sparkpoint.pipeline import EmbeddedChannel
 from sparkpoint.service import start_service
 from sparkpoint.storage import PermissionDenied, filesystem_for

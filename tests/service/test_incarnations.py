@@ -14,8 +14,8 @@ import pytest
 
 from sparkpoint.checkpoint import JobGraph
 from sparkpoint.client import CoordinatorClient
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import ZooKeeperConnection
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.runs.errors import NotLeaderError
 from sparkpoint.service import Service
 from sparkpoint.service.term import Term

@@ -13,8 +13,8 @@ import pytest
 from sparkpoint.checkpoint import JobStatus
 from sparkpoint.client import Conflict, CoordinatorClient, NotFound
 from sparkpoint.counter.zookeeper import encode_count
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import ZooKeeperConnection
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.service import Service
 from sparkpoint.store import JobRecord
 from tests.coordinator.support import keyed_state

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from sparkpoint.config import ZooKeeperSettings
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import ZooKeeperConnection, read_leader
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from tests.support.netns import NetnsHost
 from tests.support.waiting import wait_until
 

@@ -15,7 +15,7 @@ import pytest
 
 from sparkpoint.checkpoint import OperatorSubtaskState
 from sparkpoint.client import CoordinatorClient, Superseded
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.service import Service
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.coordinator.support import keyed_state

@@ -12,7 +12,7 @@ import pytest
 
 from sparkpoint.checkpoint import OperatorSubtaskState
 from sparkpoint.client import ClientError, Conflict, CoordinatorClient, Superseded
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline.liveness import LivenessListener
 from tests.coordinator.support import keyed_state
 from tests.support.netns import NetnsHost

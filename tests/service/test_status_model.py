@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.ha import ZooKeeperConnection
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.service.backend import ZooKeeperBackend
 from sparkpoint.service.status import StatusReader
 from sparkpoint.storage import CheckpointStorage

@@ -132,8 +132,8 @@ def test_an_ended_jobs_shared_files_go_but_not_those_written_after_it_ended(
 def test_the_cli_checker_fails_on_the_violating_layout(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from sparkpoint.cli.main import main
     from sparkpoint.metadata import encode_metadata
+    from sparkpoint.ops.cli.main import main
 
     now = 1_800_000_000_000
     shared, retained = _layout(tmp_path, now)

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from sparkpoint.devcluster.hdfs import DFS_ADMIN_MAIN, LocalHdfs
+from sparkpoint.ops.devcluster.hdfs import DFS_ADMIN_MAIN, LocalHdfs
 from sparkpoint.storage import (
     CheckpointStorage,
     FileAlreadyExists,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import requests
 
-from sparkpoint.devcluster.hdfs import LocalHdfs
+from sparkpoint.ops.devcluster.hdfs import LocalHdfs
 from tests.support.hdfs import HDFS_OPTIONS
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sparkpoint.devcluster.hdfs import LocalHdfs
+from sparkpoint.ops.devcluster.hdfs import LocalHdfs
 from sparkpoint.storage import filesystem_for
 
 TEST_USER = "sparkpoint-test"

@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from sparkpoint.devcluster.kafka import LocalKafka
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.devcluster.kafka import LocalKafka
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 
 _LISTEN = 0x0A  # TCP states as /proc/net/tcp writes them
 

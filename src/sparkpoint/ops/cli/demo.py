@@ -13,11 +13,11 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from sparkpoint.cli.hdfs import hdfs_dir_option
-from sparkpoint.demo.run import RETAINED, Demo, DemoOptions
-from sparkpoint.demo.storage import hdfs_checkpoints
-from sparkpoint.devcluster.hdfs import HdfsLaunchError
-from sparkpoint.devcluster.jvm import JvmArtifactsError
+from sparkpoint.ops.cli.hdfs import hdfs_dir_option
+from sparkpoint.ops.demo.run import RETAINED, Demo, DemoOptions
+from sparkpoint.ops.devcluster.hdfs import HdfsLaunchError
+from sparkpoint.ops.devcluster.hdfs_checkpoints import hdfs_checkpoints
+from sparkpoint.ops.devcluster.jvm import JvmArtifactsError
 
 
 def _view(demo: Demo) -> Group:

@@ -1,5 +1,5 @@
 """`sparkpoint drill kill-leader | kill-driver | pause-leader | zookeeper-loss | chaos`:
-thin commands over ``sparkpoint.drills``. Exit status 0 when every invariant held, 1
+thin commands over ``sparkpoint.ops.drills``. Exit status 0 when every invariant held, 1
 when any was violated, 2 when the drill could not run (bad arguments, no Java, ZooKeeper
 or the cluster did not start, the cluster never became steady)."""
 
@@ -16,21 +16,21 @@ from typing import Any
 import click
 from rich.console import Console
 
-from sparkpoint.cli.common import zookeeper_options
-from sparkpoint.cli.hdfs import hdfs_dir_option
-from sparkpoint.devcluster.zookeeper import ZooKeeperLaunchError
-from sparkpoint.drills.chaos import FAULTS, PIPELINE_FAULTS, ChaosOptions, run_chaos
-from sparkpoint.drills.cluster import DrillError
-from sparkpoint.drills.hdfs_faults import HDFS_FAULTS, HDFS_TOLERABLE_FAILURES
-from sparkpoint.drills.job_faults import SLOW_DELETION_S
-from sparkpoint.drills.kill_driver import KillDriverOptions, run_kill_driver
-from sparkpoint.drills.kill_leader import KillLeaderOptions, run_kill_leader
-from sparkpoint.drills.pause_leader import run_pause_leader
-from sparkpoint.drills.replicas import ReplicaSettings
-from sparkpoint.drills.report import DrillReport, IterationResult
-from sparkpoint.drills.runner import TargetSpec, run_drill
-from sparkpoint.drills.zookeeper_loss import run_zookeeper_loss
 from sparkpoint.ha import HAError
+from sparkpoint.ops.cli.common import zookeeper_options
+from sparkpoint.ops.cli.hdfs import hdfs_dir_option
+from sparkpoint.ops.devcluster.zookeeper import ZooKeeperLaunchError
+from sparkpoint.ops.drills.chaos import FAULTS, PIPELINE_FAULTS, ChaosOptions, run_chaos
+from sparkpoint.ops.drills.cluster import DrillError
+from sparkpoint.ops.drills.hdfs_faults import HDFS_FAULTS, HDFS_TOLERABLE_FAILURES
+from sparkpoint.ops.drills.job_faults import SLOW_DELETION_S
+from sparkpoint.ops.drills.kill_driver import KillDriverOptions, run_kill_driver
+from sparkpoint.ops.drills.kill_leader import KillLeaderOptions, run_kill_leader
+from sparkpoint.ops.drills.pause_leader import run_pause_leader
+from sparkpoint.ops.drills.replicas import ReplicaSettings
+from sparkpoint.ops.drills.report import DrillReport, IterationResult
+from sparkpoint.ops.drills.runner import TargetSpec, run_drill
+from sparkpoint.ops.drills.zookeeper_loss import run_zookeeper_loss
 from sparkpoint.pipeline.state_backend import BACKEND_NAMES
 
 F = Callable[..., Any]

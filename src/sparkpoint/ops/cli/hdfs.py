@@ -9,9 +9,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from sparkpoint.cli.common import json_option, server_dir_option
-from sparkpoint.devcluster.hdfs import DEFAULT_BLOCK_SIZE, HdfsLaunchError, LocalHdfs
-from sparkpoint.devcluster.jvm import JvmArtifactsError
+from sparkpoint.ops.cli.common import json_option, server_dir_option
+from sparkpoint.ops.devcluster.hdfs import DEFAULT_BLOCK_SIZE, HdfsLaunchError, LocalHdfs
+from sparkpoint.ops.devcluster.jvm import JvmArtifactsError
 
 DEFAULT_DIR = Path(".sparkpoint/hdfs")
 #: Names the HDFS of `hdfs start --dir` to the other commands (status, stop, the demo,

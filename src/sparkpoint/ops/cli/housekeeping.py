@@ -11,9 +11,9 @@ from typing import Any
 
 import click
 
-from sparkpoint.cli.status import _client_of, _source, connection_options
 from sparkpoint.client import ClientError
 from sparkpoint.client.errors import Unavailable
+from sparkpoint.ops.cli.status import _client_of, _source, connection_options
 
 
 def _human_bytes(size: int) -> str:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from sparkpoint.devcluster.jvm import (
+from sparkpoint.ops.devcluster.jvm import (
     ARTIFACT_SETS,
     JvmArtifactsError,
     fetch,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from sparkpoint.cli.common import json_option, server_dir_option
-from sparkpoint.devcluster.jvm import JvmArtifactsError
-from sparkpoint.devcluster.kafka import KafkaLaunchError, LocalKafka
+from sparkpoint.ops.cli.common import json_option, server_dir_option
+from sparkpoint.ops.devcluster.jvm import JvmArtifactsError
+from sparkpoint.ops.devcluster.kafka import KafkaLaunchError, LocalKafka
 
 DEFAULT_DIR = Path(".sparkpoint/kafka")
 

@@ -20,20 +20,20 @@ def main() -> None:
 
 def _register_commands() -> None:
     # Each command group lives in its own module; this is the only place that lists them.
-    from sparkpoint.cli.demo import demo
-    from sparkpoint.cli.drill import drill_group
-    from sparkpoint.cli.hdfs import hdfs_group
-    from sparkpoint.cli.housekeeping import cancel_command, gc_command
-    from sparkpoint.cli.jvm import jvm_group
-    from sparkpoint.cli.kafka import kafka_group
-    from sparkpoint.cli.metadata import metadata_group
-    from sparkpoint.cli.restore import restore
-    from sparkpoint.cli.service import coordinator_group
-    from sparkpoint.cli.shared import shared_check_command
-    from sparkpoint.cli.state import state_group
-    from sparkpoint.cli.status import COMMANDS as STATUS_COMMANDS
-    from sparkpoint.cli.status import checkpoints_group, jobs_group
-    from sparkpoint.cli.zookeeper import zookeeper_group
+    from sparkpoint.ops.cli.demo import demo
+    from sparkpoint.ops.cli.drill import drill_group
+    from sparkpoint.ops.cli.hdfs import hdfs_group
+    from sparkpoint.ops.cli.housekeeping import cancel_command, gc_command
+    from sparkpoint.ops.cli.jvm import jvm_group
+    from sparkpoint.ops.cli.kafka import kafka_group
+    from sparkpoint.ops.cli.metadata import metadata_group
+    from sparkpoint.ops.cli.restore import restore
+    from sparkpoint.ops.cli.service import coordinator_group
+    from sparkpoint.ops.cli.shared import shared_check_command
+    from sparkpoint.ops.cli.state import state_group
+    from sparkpoint.ops.cli.status import COMMANDS as STATUS_COMMANDS
+    from sparkpoint.ops.cli.status import checkpoints_group, jobs_group
+    from sparkpoint.ops.cli.zookeeper import zookeeper_group
 
     main.add_command(demo)
     main.add_command(drill_group)

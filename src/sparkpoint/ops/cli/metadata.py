@@ -12,9 +12,9 @@ import click
 from rich.table import Table
 
 from sparkpoint.checkpoint import CompletedCheckpoint, FileStateHandle, OperatorState
-from sparkpoint.cli.common import output_console
-from sparkpoint.cli.status import cluster_options, pointer_or_job
 from sparkpoint.metadata import MetadataError, describe_checkpoint
+from sparkpoint.ops.cli.common import output_console
+from sparkpoint.ops.cli.status import cluster_options, pointer_or_job
 from sparkpoint.storage import (
     FileCheck,
     LoadedMetadata,

@@ -22,8 +22,8 @@ from sparkpoint.checkpoint import (
     OperatorSpec,
     StreamStateHandle,
 )
-from sparkpoint.cli.common import output_console
-from sparkpoint.cli.status import cluster_options, pointer_or_job
+from sparkpoint.ops.cli.common import output_console
+from sparkpoint.ops.cli.status import cluster_options, pointer_or_job
 from sparkpoint.recovery import RestoreError, RestorePlan, plan_restore
 from sparkpoint.recovery.loading import LoadedCheckpoint, load_checkpoint
 from sparkpoint.recovery.validation import has_keyed_state

@@ -6,15 +6,15 @@ import sys
 
 import click
 
-from sparkpoint.cli import logs
-from sparkpoint.cli.common import (
+from sparkpoint.config import ConfigError
+from sparkpoint.ha import HAError
+from sparkpoint.ops.cli import logs
+from sparkpoint.ops.cli.common import (
     load,
     parse_sets,
     zookeeper_options,
     zookeeper_overrides,
 )
-from sparkpoint.config import ConfigError
-from sparkpoint.ha import HAError
 
 
 @click.group("coordinator")

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from sparkpoint.checkpoint import InvalidCheckpointValue
-from sparkpoint.cli.status import cluster_options, pointer_or_job
+from sparkpoint.ops.cli.status import cluster_options, pointer_or_job
 from sparkpoint.recovery import RestoreError
 from sparkpoint.storage import StorageError
 

@@ -17,9 +17,12 @@ from typing import Any
 
 import click
 
-from sparkpoint.cli import tables
-from sparkpoint.cli.common import load, zookeeper_options, zookeeper_overrides
-from sparkpoint.cli.status_sources import (
+from sparkpoint.client import ClientError, CoordinatorClient, Credentials, Unavailable
+from sparkpoint.config import env_name
+from sparkpoint.ha import HAError, UnknownClusterError, require_cluster
+from sparkpoint.ops.cli import tables
+from sparkpoint.ops.cli.common import load, zookeeper_options, zookeeper_overrides
+from sparkpoint.ops.cli.status_sources import (
     ClientSource,
     StatusSource,
     ZooKeeperSource,
@@ -27,9 +30,6 @@ from sparkpoint.cli.status_sources import (
     leader_address,
     zookeeper,
 )
-from sparkpoint.client import ClientError, CoordinatorClient, Credentials, Unavailable
-from sparkpoint.config import env_name
-from sparkpoint.ha import HAError, UnknownClusterError, require_cluster
 from sparkpoint.runs.errors import ServiceError
 from sparkpoint.storage import CheckpointStorage
 

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from sparkpoint.cli.common import output_console
+from sparkpoint.ops.cli.common import output_console
 
 
 def _console() -> Console:

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from sparkpoint.cli.common import json_option, output_console, server_dir_option
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, ZooKeeperLaunchError
+from sparkpoint.ops.cli.common import json_option, output_console, server_dir_option
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, ZooKeeperLaunchError
 
 DEFAULT_DIR = Path(".sparkpoint/zookeeper")
 

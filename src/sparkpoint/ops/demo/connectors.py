@@ -15,8 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkpoint.demo.feed import KEYS, OrdersFeed
-from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.ops.demo.feed import KEYS, OrdersFeed
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
 
 log = logging.getLogger(__name__)
 

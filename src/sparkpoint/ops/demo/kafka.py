@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
-from sparkpoint.demo.feed import KEYS, OrdersFeed
-from sparkpoint.devcluster.kafka import LocalKafka
+from sparkpoint.ops.demo.feed import KEYS, OrdersFeed
+from sparkpoint.ops.devcluster.kafka import LocalKafka
 
 INPUT, OUTPUT = "orders", "orders-seen"
 DEAD_LETTER = f"{INPUT}.dlq"

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.config import StoreSettings, ZooKeeperSettings
-from sparkpoint.demo.addresses import addresses_event
-from sparkpoint.demo.connectors import QueueDemo
-from sparkpoint.demo.kafka import KafkaDemo
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper
-from sparkpoint.drills.kill_driver import standby_ready
-from sparkpoint.drills.replicas import LocalReplica, ReplicaSettings
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_leader
+from sparkpoint.ops.demo.addresses import addresses_event
+from sparkpoint.ops.demo.connectors import QueueDemo
+from sparkpoint.ops.demo.kafka import KafkaDemo
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.ops.drills.kill_driver import standby_ready
+from sparkpoint.ops.drills.replicas import LocalReplica, ReplicaSettings
 
 CLUSTER = "demo"
 JOB = "clicks"

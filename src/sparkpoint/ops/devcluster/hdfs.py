@@ -3,9 +3,9 @@
 Each daemon is a JVM started from Hadoop's own main class
 (``org.apache.hadoop.hdfs.server.namenode.NameNode``, formatted first, and
 ``org.apache.hadoop.hdfs.server.datanode.DataNode``) with the jars of the ``hadoop``
-artifact set (:mod:`sparkpoint.devcluster.jvm`), a generated configuration under ``base_dir`` and
-free loopback ports; WebHDFS and permissions are on. Used by ``sparkpoint hdfs …``, the
-demo and drills with ``--storage hdfs``, and the test suite.
+artifact set (:mod:`sparkpoint.ops.devcluster.jvm`), a generated configuration under
+``base_dir`` and free loopback ports; WebHDFS and permissions are on. Used by
+``sparkpoint hdfs …``, the demo and drills with ``--storage hdfs``, and the test suite.
 
 >>> with LocalHdfs("/tmp/hdfs", datanodes=3) as cluster:   # doctest: +SKIP
 ...     print(cluster.webhdfs_uri)                            # webhdfs://127.0.0.1:PORT
@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.devcluster import daemons, jvm
-from sparkpoint.devcluster.hdfs_config import (
+from sparkpoint.ops.devcluster import daemons, jvm
+from sparkpoint.ops.devcluster.hdfs_config import (
     JAVA17_OPENS,
     cluster_properties,
     datanode_counters,

@@ -1,4 +1,5 @@
-"""Where the demo (and the drills) keep checkpoints: the local disk, or a real HDFS.
+"""Where the demo and the drills keep checkpoints: the local disk, or a real HDFS (shared
+by both, so it sits below both).
 
 With ``--storage hdfs`` the checkpoints go to the HDFS started by ``sparkpoint hdfs start
 --dir D`` (``--hdfs-dir D``); when none runs there, one is started under the demo's (or
@@ -12,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkpoint.devcluster.hdfs import HdfsLaunchError, LocalHdfs
+from sparkpoint.ops.devcluster.hdfs import HdfsLaunchError, LocalHdfs
 from sparkpoint.storage import CheckpointStorage
 
 

@@ -1,7 +1,7 @@
 """The generated configuration of a local HDFS, and what its JVMs report about it.
 
 Hadoop reads ``core-site.xml`` and ``hdfs-site.xml`` from its classpath; each process of
-:class:`~sparkpoint.devcluster.hdfs.LocalHdfs` gets a directory of its own holding both, a
+:class:`~sparkpoint.ops.devcluster.hdfs.LocalHdfs` gets a directory of its own holding both, a
 ``log4j.properties`` and the ``webapps/`` directories its HTTP server insists on (the jars
 on Maven Central leave the web UI's files out; WebHDFS and ``/jmx`` are servlets and need
 none of them). Status comes from the ``/jmx`` servlet over plain HTTP: monitoring, not an

@@ -1,7 +1,7 @@
 """A real Kafka cluster on this machine: 1 or 3 nodes in KRaft mode, on free loopback ports.
 
 Kafka's own jars come through the JVM-artifact mechanism (the ``kafka`` set of
-:mod:`sparkpoint.devcluster.jvm`), so Java 17 and Maven are the only prerequisites. Each node
+:mod:`sparkpoint.ops.devcluster.jvm`), so Java 17 and Maven are the only prerequisites. Each node
 runs as broker and controller at once (KRaft's combined mode, no ZooKeeper), with its own
 ``server.properties``, data and log under ``<directory>/node-<id>``; the storage is
 formatted once with Kafka's ``StorageTool``. Internal topics (offsets, transaction state)
@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.devcluster import daemons
-from sparkpoint.devcluster.jvm import classpath
-from sparkpoint.devcluster.system_servers import free_port
+from sparkpoint.ops.devcluster import daemons
+from sparkpoint.ops.devcluster.jvm import classpath
+from sparkpoint.ops.devcluster.system_servers import free_port
 
 _SERVER_MAIN = "kafka.Kafka"
 _STORAGE_MAIN = "kafka.tools.StorageTool"

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.devcluster import daemons
+from sparkpoint.ops.devcluster import daemons
 
 # The smallest set of jars a ZooKeeper 3.9 server needs, plus log4j so it can write a log.
 _REQUIRED_JARS = ("zookeeper-", "zookeeper-jute-", "slf4j-api-", "commons-io-", "metrics-core-")

@@ -2,7 +2,7 @@
 leadership and checkpoints take to come back, and check the invariants that make failover
 safe. ``sparkpoint drill …`` is the thin face over this package."""
 
-from sparkpoint.drills.invariants import (
+from sparkpoint.ops.drills.invariants import (
     CheckpointDirectory,
     CompletionNotice,
     Invariant,
@@ -17,7 +17,7 @@ from sparkpoint.drills.invariants import (
     check_runs_take_turns,
     check_single_leader,
 )
-from sparkpoint.drills.report import DrillReport, IterationResult
+from sparkpoint.ops.drills.report import DrillReport, IterationResult
 
 __all__ = [
     "CheckpointDirectory",

@@ -17,10 +17,10 @@ Faults:
   again; it resumes from the latest completed checkpoint.
 - ``stop-and-register``, ``rescale-in-flight``, ``slow-deletions``: the job ended and
   registered again, registered again at another parallelism with a checkpoint in flight,
-  a leader deposed with deletions queued (:mod:`sparkpoint.drills.job_faults`).
+  a leader deposed with deletions queued (:mod:`sparkpoint.ops.drills.job_faults`).
 - ``datanode-kill``, ``namenode-restart``: with the checkpoints on a local HDFS, a
   DataNode or the NameNode killed and started again
-  (:mod:`sparkpoint.drills.hdfs_faults`).
+  (:mod:`sparkpoint.ops.drills.hdfs_faults`).
 
 After every iteration, besides the kill-leader drill's checks: completions as the drivers
 heard them (each id once, with one pointer), the latest retained checkpoint loaded and
@@ -38,16 +38,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sparkpoint.devcluster.zookeeper import ZooKeeperLaunchError
-from sparkpoint.drills import phases
-from sparkpoint.drills.cluster import DrillError, LocalCluster, Target
-from sparkpoint.drills.hdfs_faults import (
+from sparkpoint.ha import HAError
+from sparkpoint.ops.devcluster.zookeeper import ZooKeeperLaunchError
+from sparkpoint.ops.drills import phases
+from sparkpoint.ops.drills.cluster import DrillError, LocalCluster, Target
+from sparkpoint.ops.drills.hdfs_faults import (
     DATANODE_KILL,
     NAMENODE_RESTART,
     datanode_kill,
     namenode_restart,
 )
-from sparkpoint.drills.invariants import (
+from sparkpoint.ops.drills.invariants import (
     NO_STALE_DIRECTORIES,
     Invariant,
     check_completions_unique,
@@ -57,25 +58,24 @@ from sparkpoint.drills.invariants import (
     check_retained_kept,
     check_single_leader,
 )
-from sparkpoint.drills.job_faults import (
+from sparkpoint.ops.drills.job_faults import (
     DRIVER_START_S,
     JOB_FAULTS,
     REREGISTRATIONS,
     next_completion,
     wait_for_queued_deletions,
 )
-from sparkpoint.drills.kafka_broker import KAFKA_BROKER_RESTART, kafka_broker_fault
-from sparkpoint.drills.kill_leader import first_after, steady
-from sparkpoint.drills.observer import ClusterObserver, Observation
-from sparkpoint.drills.report import DrillReport, IterationResult
-from sparkpoint.drills.verification import (
+from sparkpoint.ops.drills.kafka_broker import KAFKA_BROKER_RESTART, kafka_broker_fault
+from sparkpoint.ops.drills.kill_leader import first_after, steady
+from sparkpoint.ops.drills.observer import ClusterObserver, Observation
+from sparkpoint.ops.drills.report import DrillReport, IterationResult
+from sparkpoint.ops.drills.verification import (
     LEAK_MARGIN_S,
     checkpoint_directories,
     latest_restore_check,
     pending_ids,
 )
-from sparkpoint.drills.workload import ClicksPipeline, aborts, completions
-from sparkpoint.ha import HAError
+from sparkpoint.ops.drills.workload import ClicksPipeline, aborts, completions
 from sparkpoint.storage import StorageError
 
 LEADER_FAULTS = ("kill-9", "sigterm", "sigstop", "zookeeper-cut-off",

@@ -1,4 +1,4 @@
-"""``python -m sparkpoint.drills.clicks_output``: the clicks sink's committed lines and
+"""``python -m sparkpoint.ops.drills.clicks_output``: the clicks sink's committed lines and
 the example's offline expected lines for a bounded input, as JSON on stdout.
 
 Run as its own process by the drill, so that only this short-lived interpreter loads the

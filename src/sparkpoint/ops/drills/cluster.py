@@ -21,12 +21,12 @@ from typing import Protocol
 import httpx
 
 from sparkpoint.config import ZooKeeperSettings
-from sparkpoint.devcluster.hdfs import LocalHdfs
-from sparkpoint.devcluster.zookeeper import LocalZooKeeper, ZooKeeperLaunchError
-from sparkpoint.drills.faults import ProxyGroup, parse_quorum
-from sparkpoint.drills.replicas import LocalReplica, ReplicaSettings, local_pid_of
-from sparkpoint.drills.workload import AckDriver, ClicksPipeline, Workload, wait_started
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders
+from sparkpoint.ops.devcluster.hdfs import LocalHdfs
+from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, ZooKeeperLaunchError
+from sparkpoint.ops.drills.faults import ProxyGroup, parse_quorum
+from sparkpoint.ops.drills.replicas import LocalReplica, ReplicaSettings, local_pid_of
+from sparkpoint.ops.drills.workload import AckDriver, ClicksPipeline, Workload, wait_started
 from sparkpoint.storage.uri import parse
 
 

@@ -23,13 +23,13 @@ import signal
 import time
 from typing import Protocol, runtime_checkable
 
-from sparkpoint.devcluster.hdfs import HdfsLaunchError, LocalHdfs
-from sparkpoint.drills.cluster import DrillError, LocalCluster
-from sparkpoint.drills.invariants import Invariant
-from sparkpoint.drills.job_faults import next_completion
-from sparkpoint.drills.observer import ClusterObserver, Observation
-from sparkpoint.drills.report import IterationResult
-from sparkpoint.drills.verification import pending_ids
+from sparkpoint.ops.devcluster.hdfs import HdfsLaunchError, LocalHdfs
+from sparkpoint.ops.drills.cluster import DrillError, LocalCluster
+from sparkpoint.ops.drills.invariants import Invariant
+from sparkpoint.ops.drills.job_faults import next_completion
+from sparkpoint.ops.drills.observer import ClusterObserver, Observation
+from sparkpoint.ops.drills.report import IterationResult
+from sparkpoint.ops.drills.verification import pending_ids
 
 DATANODE_KILL = "datanode-kill"
 NAMENODE_RESTART = "namenode-restart"

@@ -23,12 +23,12 @@ import time
 import urllib.request
 
 from sparkpoint.client import ClientError, Conflict, CoordinatorClient
-from sparkpoint.drills.cluster import DrillError, LocalCluster
-from sparkpoint.drills.invariants import Invariant
-from sparkpoint.drills.observer import ClusterObserver, Observation
-from sparkpoint.drills.report import IterationResult
-from sparkpoint.drills.verification import pending_ids
-from sparkpoint.drills.workload import ClicksPipeline
+from sparkpoint.ops.drills.cluster import DrillError, LocalCluster
+from sparkpoint.ops.drills.invariants import Invariant
+from sparkpoint.ops.drills.observer import ClusterObserver, Observation
+from sparkpoint.ops.drills.report import IterationResult
+from sparkpoint.ops.drills.verification import pending_ids
+from sparkpoint.ops.drills.workload import ClicksPipeline
 from sparkpoint.storage.uri import parse
 
 JOB_FAULTS = ("stop-and-register", "rescale-in-flight", "slow-deletions")

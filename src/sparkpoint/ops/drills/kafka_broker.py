@@ -9,11 +9,11 @@ import random
 import time
 from typing import Protocol, runtime_checkable
 
-from sparkpoint.devcluster.kafka import KafkaLaunchError, LocalKafka
-from sparkpoint.drills.cluster import DrillError, LocalCluster
-from sparkpoint.drills.invariants import Invariant
-from sparkpoint.drills.observer import ClusterObserver, Observation
-from sparkpoint.drills.report import IterationResult
+from sparkpoint.ops.devcluster.kafka import KafkaLaunchError, LocalKafka
+from sparkpoint.ops.drills.cluster import DrillError, LocalCluster
+from sparkpoint.ops.drills.invariants import Invariant
+from sparkpoint.ops.drills.observer import ClusterObserver, Observation
+from sparkpoint.ops.drills.report import IterationResult
 
 KAFKA_BROKER_RESTART = "kafka-broker-restart"
 

@@ -31,17 +31,17 @@ from typing import Any
 
 import httpx
 
-from sparkpoint.drills.cluster import DrillError, Target
-from sparkpoint.drills.invariants import (
+from sparkpoint.ops.drills.cluster import DrillError, Target
+from sparkpoint.ops.drills.invariants import (
     Invariant,
     check_ids_rising,
     check_retained_kept,
     check_single_leader,
 )
-from sparkpoint.drills.kill_leader import steady
-from sparkpoint.drills.observer import ClusterObserver, Observation
-from sparkpoint.drills.report import DrillReport, IterationResult
-from sparkpoint.drills.workload import ClicksPipeline
+from sparkpoint.ops.drills.kill_leader import steady
+from sparkpoint.ops.drills.observer import ClusterObserver, Observation
+from sparkpoint.ops.drills.report import DrillReport, IterationResult
+from sparkpoint.ops.drills.workload import ClicksPipeline
 from sparkpoint.store import ZooKeeperJobRegistry
 
 # The drill shares the machine with what it measures: it looks often only where the

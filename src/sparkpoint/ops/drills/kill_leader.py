@@ -18,16 +18,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sparkpoint.drills import phases
-from sparkpoint.drills.cluster import DrillError, Target
-from sparkpoint.drills.invariants import (
+from sparkpoint.ops.drills import phases
+from sparkpoint.ops.drills.cluster import DrillError, Target
+from sparkpoint.ops.drills.invariants import (
     Invariant,
     check_ids_rising,
     check_retained_kept,
     check_single_leader,
 )
-from sparkpoint.drills.observer import ClusterObserver, Observation
-from sparkpoint.drills.report import DrillReport, IterationResult
+from sparkpoint.ops.drills.observer import ClusterObserver, Observation
+from sparkpoint.ops.drills.report import DrillReport, IterationResult
 
 STABLE_S = 1.0
 

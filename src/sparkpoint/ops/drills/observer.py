@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from sparkpoint.drills.invariants import LeaderSample
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders, read_leader
+from sparkpoint.ops.drills.invariants import LeaderSample
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 
 SAMPLE_INTERVAL_S = 0.05

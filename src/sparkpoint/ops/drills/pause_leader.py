@@ -11,15 +11,15 @@ from collections.abc import Callable
 
 import httpx
 
-from sparkpoint.drills.cluster import DrillError, Target
-from sparkpoint.drills.invariants import (
+from sparkpoint.ops.drills.cluster import DrillError, Target
+from sparkpoint.ops.drills.invariants import (
     Invariant,
     check_ids_rising,
     check_single_leader,
 )
-from sparkpoint.drills.kill_leader import first_after, steady
-from sparkpoint.drills.observer import ClusterObserver, Observation
-from sparkpoint.drills.report import DrillReport, IterationResult
+from sparkpoint.ops.drills.kill_leader import first_after, steady
+from sparkpoint.ops.drills.observer import ClusterObserver, Observation
+from sparkpoint.ops.drills.report import DrillReport, IterationResult
 
 FENCED_METRIC = "sparkpoint_fenced_writes_total"
 DEADLINE_S = 90.0

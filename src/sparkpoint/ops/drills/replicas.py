@@ -25,7 +25,7 @@ from sparkpoint.config import (
     StoreSettings,
     ZooKeeperSettings,
 )
-from sparkpoint.devcluster.zookeeper import free_port
+from sparkpoint.ops.devcluster.zookeeper import free_port
 
 _ZK = ZooKeeperSettings()
 _CHECKPOINTING = CheckpointingSettings()

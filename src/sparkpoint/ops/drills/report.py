@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.drills.invariants import Invariant
-from sparkpoint.drills.phases import PHASES
+from sparkpoint.ops.drills.invariants import Invariant
+from sparkpoint.ops.drills.phases import PHASES
 
 
 @dataclass
@@ -25,7 +25,7 @@ class IterationResult:
     new_leader: str | None = None
     invariants: list[Invariant] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
-    # Where the time to the first checkpoint went (sparkpoint.drills.phases).
+    # Where the time to the first checkpoint went (sparkpoint.ops.drills.phases).
     phases: dict[str, float | None] = field(default_factory=dict)
 
     @property

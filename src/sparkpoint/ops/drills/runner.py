@@ -9,11 +9,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkpoint.demo.storage import HdfsCheckpoints, hdfs_checkpoints
-from sparkpoint.devcluster.hdfs import HdfsLaunchError
-from sparkpoint.devcluster.jvm import JvmArtifactsError
-from sparkpoint.drills.cluster import DrillError, LocalCluster, RemoteTarget, Target
-from sparkpoint.drills.invariants import (
+from sparkpoint.ha import HAError
+from sparkpoint.metadata import MetadataError
+from sparkpoint.ops.devcluster.hdfs import HdfsLaunchError
+from sparkpoint.ops.devcluster.hdfs_checkpoints import HdfsCheckpoints, hdfs_checkpoints
+from sparkpoint.ops.devcluster.jvm import JvmArtifactsError
+from sparkpoint.ops.drills.cluster import DrillError, LocalCluster, RemoteTarget, Target
+from sparkpoint.ops.drills.invariants import (
     SHARED_FILES_KEPT,
     Invariant,
     check_completions_unique,
@@ -21,13 +23,11 @@ from sparkpoint.drills.invariants import (
     check_runs_take_turns,
     check_shared_files_kept,
 )
-from sparkpoint.drills.observer import ClusterObserver
-from sparkpoint.drills.replicas import ReplicaSettings
-from sparkpoint.drills.report import DrillReport
-from sparkpoint.drills.verification import LEAK_MARGIN_S, settled_shared_files_report
-from sparkpoint.drills.workload import aborts, completions
-from sparkpoint.ha import HAError
-from sparkpoint.metadata import MetadataError
+from sparkpoint.ops.drills.observer import ClusterObserver
+from sparkpoint.ops.drills.replicas import ReplicaSettings
+from sparkpoint.ops.drills.report import DrillReport
+from sparkpoint.ops.drills.verification import LEAK_MARGIN_S, settled_shared_files_report
+from sparkpoint.ops.drills.workload import aborts, completions
 from sparkpoint.pipeline.state_backend import default_state_backend
 from sparkpoint.storage import StorageError
 

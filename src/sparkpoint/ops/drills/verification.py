@@ -1,6 +1,6 @@
 """The I/O half of the chaos drill's checkers: read what a restore would read, and list
 what lies in checkpoint storage. The verdicts are the pure functions in
-:mod:`sparkpoint.drills.invariants`.
+:mod:`sparkpoint.ops.drills.invariants`.
 
 The latest retained checkpoint is loaded exactly as ``sparkpoint metadata inspect
 --verify`` does (the `_metadata` read and its checksum, every state file it lists checked
@@ -13,9 +13,9 @@ import time
 
 from sparkpoint.checkpoint import CheckpointPointer
 from sparkpoint.client import ClientError, CoordinatorClient
-from sparkpoint.drills.invariants import CheckpointDirectory, RestoreCheck
 from sparkpoint.ha import HAError, ZooKeeperConnection
 from sparkpoint.metadata import MetadataError
+from sparkpoint.ops.drills.invariants import CheckpointDirectory, RestoreCheck
 from sparkpoint.recovery import RestoreError, plan_restore
 from sparkpoint.storage import (
     METADATA_FILE_NAME,

@@ -32,7 +32,7 @@ from sparkpoint.checkpoint import (
     OperatorSubtaskState,
 )
 from sparkpoint.client import ClientError, CoordinatorClient
-from sparkpoint.drills.invariants import CompletionNotice, Invariant, check_exactly_once
+from sparkpoint.ops.drills.invariants import CompletionNotice, Invariant, check_exactly_once
 
 
 class Workload(Protocol):
@@ -290,7 +290,7 @@ class ClicksPipeline:
         # The offline expected output comes from the pipeline's own function, computed in a
         # separate interpreter: the drill process never imports the PySpark runtime.
         command = [
-            sys.executable, "-m", "sparkpoint.drills.clicks_output",
+            sys.executable, "-m", "sparkpoint.ops.drills.clicks_output",
             "--output", str(self.directory / "out"), "--splits", str(self.splits),
             "--users", str(self.users), "--records-per-epoch", str(self.records_per_epoch),
             "--records-per-split", str(bound),

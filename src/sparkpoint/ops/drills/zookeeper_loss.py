@@ -17,17 +17,17 @@ import threading
 import time
 from collections.abc import Callable
 
-from sparkpoint.devcluster.zookeeper import server_mode
-from sparkpoint.drills.cluster import DrillError, LocalCluster, Target
-from sparkpoint.drills.invariants import (
+from sparkpoint.ops.devcluster.zookeeper import server_mode
+from sparkpoint.ops.drills.cluster import DrillError, LocalCluster, Target
+from sparkpoint.ops.drills.invariants import (
     Invariant,
     check_ids_rising,
     check_single_leader,
 )
-from sparkpoint.drills.kill_leader import steady
-from sparkpoint.drills.observer import ClusterObserver, Observation
-from sparkpoint.drills.report import DrillReport, IterationResult
-from sparkpoint.drills.verification import metadata_written_after
+from sparkpoint.ops.drills.kill_leader import steady
+from sparkpoint.ops.drills.observer import ClusterObserver, Observation
+from sparkpoint.ops.drills.report import DrillReport, IterationResult
+from sparkpoint.ops.drills.verification import metadata_written_after
 
 DEADLINE_S = 90.0
 # A leader finishing a checkpoint at the very moment the quorum goes may still rename
