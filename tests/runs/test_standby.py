@@ -15,11 +15,10 @@ from sparkpoint.client import ClientError, Conflict, CoordinatorClient, Supersed
 from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline.liveness import LivenessListener
 from tests.coordinator.support import keyed_state
+from tests.service.support import ReplicaProcess, make_graph, spawn_replica
+from tests.service.test_api_requests import JOB, _service
 from tests.support.netns import NetnsHost
 from tests.support.waiting import wait_until
-
-from .support import ReplicaProcess, make_graph, spawn_replica
-from .test_api_requests import JOB, _service
 
 CONFIG = {"interval_ms": 3_600_000}
 

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from sparkpoint.ops.devcluster.zookeeper import free_port
-from tests.ops_artifacts.artifacts import ROOT, tool
+from tests.helm.artifacts import ROOT, tool
 
 # What podman needs on these machines: crun refuses their hybrid cgroup layout (hence
 # runc), the default ulimits cannot be set inside them, and there is no systemd to manage

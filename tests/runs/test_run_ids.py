@@ -19,9 +19,8 @@ from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.service import Service
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 from tests.coordinator.support import keyed_state
-
-from .support import make_graph
-from .test_api_requests import JOB, _service, snapshot
+from tests.service.support import make_graph
+from tests.service.test_api_requests import JOB, _service, snapshot
 
 CONFIG = {"interval_ms": 3_600_000}
 

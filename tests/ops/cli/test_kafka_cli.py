@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from sparkpoint.ops.devcluster.kafka import KafkaLaunchError, LocalKafka
-from tests.ops.test_zookeeper_cli import sparkpoint
+from tests.ops.cli.test_zookeeper_cli import sparkpoint
 
 
 @pytest.mark.slow

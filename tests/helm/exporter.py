@@ -4,7 +4,7 @@ with ``sparkpoint.metrics`` imported, over prometheus-client's own HTTP server.
 ``--samples`` records a sample of every metric first (what a busy coordinator would show).
 A separate process, so that the test process' own metrics stay untouched.
 
-    python -m tests.ops_artifacts.exporter --port-file PORT --samples
+    python -m tests.helm.exporter --port-file PORT --samples
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def record_samples() -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.ops_artifacts.exporter")
+    parser = argparse.ArgumentParser(prog="python -m tests.helm.exporter")
     parser.add_argument("--port-file", required=True, help="where to write the port")
     parser.add_argument("--samples", action="store_true", help="record a sample of each")
     args = parser.parse_args()

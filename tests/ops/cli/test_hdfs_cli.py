@@ -10,7 +10,7 @@ import pytest
 from sparkpoint.ops.devcluster.hdfs import HdfsLaunchError, LocalHdfs
 from sparkpoint.ops.devcluster.hdfs_checkpoints import hdfs_checkpoints
 from sparkpoint.storage import CheckpointStorage, filesystem_for
-from tests.ops.test_zookeeper_cli import sparkpoint
+from tests.ops.cli.test_zookeeper_cli import sparkpoint
 from tests.storage.test_checkpoint_storage import make_checkpoint
 from tests.support.waiting import wait_until
 

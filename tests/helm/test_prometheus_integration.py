@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from sparkpoint.ops.devcluster.zookeeper import free_port
-from tests.ops_artifacts.artifacts import ALERTS, tool
+from tests.helm.artifacts import ALERTS, tool
 from tests.service.support import Driver, ReplicaProcess, make_graph, wait_leader
 from tests.support.waiting import wait_until
 

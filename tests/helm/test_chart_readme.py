@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.ops_artifacts.artifacts import CHART, ROOT
+from tests.helm.artifacts import CHART, ROOT
 
 SCRIPT = ROOT / "scripts" / "chart_readme.py"
 

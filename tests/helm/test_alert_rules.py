@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.ops_artifacts.artifacts import (
+from tests.helm.artifacts import (
     ALERTS,
     RULE_TESTS,
     exported_series,

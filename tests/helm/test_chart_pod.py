@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper, free_port
-from tests.ops_artifacts.artifacts import run_tool
-from tests.ops_artifacts.chart import NAMESPACE, render
+from tests.helm.artifacts import run_tool
+from tests.helm.chart import NAMESPACE, render
 from tests.support.waiting import wait_until
 
 CONFIG_MOUNT = "/etc/sparkpoint"

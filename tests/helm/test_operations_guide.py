@@ -7,8 +7,8 @@ import re
 import yaml
 
 from sparkpoint.config import all_keys
-from tests.ops_artifacts.artifacts import OPERATIONS_DOC, load_alert_rules
-from tests.ops_artifacts.chart import lint, render
+from tests.helm.artifacts import OPERATIONS_DOC, load_alert_rules
+from tests.helm.chart import lint, render
 
 RULES = load_alert_rules()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from tests.ops_artifacts.artifacts import (
+from tests.helm.artifacts import (
     DASHBOARD,
     exported_series,
     load_alert_rules,

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from sparkpoint.ops.devcluster.zookeeper import server_mode
-from tests.ops_artifacts.chart import NAMESPACE, Rendered, render
-from tests.ops_artifacts.podman import (
+from tests.helm.chart import NAMESPACE, Rendered, render
+from tests.helm.podman import (
     Network,
     PlayedPod,
     Podman,
@@ -30,7 +30,7 @@ from tests.ops_artifacts.podman import (
     pod_from_template,
     zookeeper_pod,
 )
-from tests.ops_artifacts.test_prometheus_integration import SCRAPE_JOB, Prometheus
+from tests.helm.test_prometheus_integration import SCRAPE_JOB, Prometheus
 from tests.service.support import Driver, make_graph
 from tests.support.waiting import wait_until
 

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from sparkpoint.config import all_keys, env_name, load_config
-from tests.ops_artifacts.artifacts import ALERTS, CHART, DASHBOARD, run_tool
-from tests.ops_artifacts.chart import NAMESPACE, RELEASE, Rendered, lint, render, schema_errors
+from tests.helm.artifacts import ALERTS, CHART, DASHBOARD, run_tool
+from tests.helm.chart import NAMESPACE, RELEASE, Rendered, lint, render, schema_errors
 
 # The chart's defaults, with the one value they require: the Secret of API tokens.
 DEFAULTS: dict[str, Any] = {"auth": {"existingSecret": "sparkpoint-tokens"}}

@@ -8,7 +8,7 @@ from typing import Any
 import helm_python as helm
 import pytest
 
-from tests.ops_artifacts.chart import render, schema_errors
+from tests.helm.chart import render, schema_errors
 
 TOKENS = {"auth": {"existingSecret": "sparkpoint-tokens"}}
 

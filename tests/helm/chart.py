@@ -10,7 +10,7 @@ import helm_python as helm
 import kubernetes_validate
 import yaml
 
-from tests.ops_artifacts.artifacts import CHART
+from tests.helm.artifacts import CHART
 
 RELEASE = "sp"
 NAMESPACE = "streaming"

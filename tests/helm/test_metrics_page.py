@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ops_artifacts.artifacts import ROOT, exported_series, run_tool
+from tests.helm.artifacts import ROOT, exported_series, run_tool
 from tests.support.waiting import wait_until
 
 
@@ -19,7 +19,7 @@ from tests.support.waiting import wait_until
 def metrics_page(tmp_path: Path) -> Iterator[bytes]:
     port_file = tmp_path / "port"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.ops_artifacts.exporter", "--port-file", port_file,
+        [sys.executable, "-m", "tests.helm.exporter", "--port-file", port_file,
          "--samples"],
         cwd=ROOT,
     )  # fmt: skip

@@ -8,8 +8,7 @@ import subprocess
 from pathlib import Path
 
 from sparkpoint.config import all_keys, env_name
-
-from .support import SPARKPOINT
+from tests.service.support import SPARKPOINT
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "service.md"
 
