@@ -1,5 +1,5 @@
 """The service and the client keep to their side of the package boundaries (docs/architecture.md
-§2): no kazoo outside ha/counter/store, click only in cli, no pyspark."""
+§2): no kazoo outside ha/counter/store, click only in ops/cli, no pyspark."""
 
 from __future__ import annotations
 
