@@ -268,3 +268,77 @@ def check_shared_files_kept(report: SharedFilesReport, grace_s: float) -> Invari
     return _result(SHARED_FILES_KEPT, problems,
                    f"{len(report.referenced)} referenced, {len(report.young)} unreferenced "
                    f"within {grace_s:g} s")  # fmt: skip
+
+
+# --- savepoints, other jobs' checkpoints, slow acknowledgements -----------------------------
+
+OUTPUT_ONCE = "no_output_committed_twice"
+SHARED_FILES_EXIST = "referenced_shared_files_exist"
+RESTORES_OWN_CHECKPOINT = "second_job_restores_its_own_checkpoint"
+TIMEOUT_ABOVE_GRACE_REFUSED = "checkpoint_timeout_above_grace_refused"
+
+
+def check_output_committed_once(lines: Sequence[str]) -> Invariant:
+    """No line of a job's committed output twice, while the job runs. Every line of the
+    demo pipeline's output is unique (a user's running count, a session's start), so a
+    line seen twice is output committed twice: a restore that replayed what a commit had
+    already made visible (say, a savepoint's)."""
+    twice = sorted(line for line, n in Counter(lines).items() if n > 1)
+    problems = [f"{len(twice)} lines committed more than once: {[t[:120] for t in twice[:2]]}"
+                ] if twice else []  # fmt: skip
+    return _result(OUTPUT_ONCE, problems, f"{len(lines)} committed lines, each once")
+
+
+def check_shared_files_exist(report: SharedFilesReport) -> Invariant:
+    """Every shared file a retained checkpoint references is there — of every job that
+    may reference another's files (a job started from another job's checkpoint), with
+    the report made over all of them. What the collector has still to delete is not
+    judged here (see :func:`check_shared_files_kept`): this holds at every moment."""
+    problems = [f"{len(report.missing)} referenced shared files missing: "
+                + ", ".join(f"{p} (checkpoints {list(report.referenced.get(p, ()))})"
+                            for p in report.missing[:3])] if report.missing else []  # fmt: skip
+    return _result(SHARED_FILES_EXIST, problems,
+                   f"{len(report.referenced)} referenced shared files, all there")  # fmt: skip
+
+
+def check_restored_own_checkpoint(
+    job_id: str, retained: int | None, restored: int | None, checkpointed: bool
+) -> Invariant:
+    """A job started from another job's checkpoint, killed and started again, restores
+    from its own latest retained checkpoint (``retained``, read before the restart) and
+    completes a checkpoint from there."""
+    problems = []
+    if retained is None:
+        problems.append(f"{job_id} retained no checkpoint of its own")
+    elif restored != retained:
+        problems.append(f"{job_id} restored {restored}, not its retained checkpoint {retained}")
+    if not checkpointed:
+        problems.append(f"{job_id} completed no checkpoint after the restore")
+    return _result(RESTORES_OWN_CHECKPOINT, problems,
+                   f"{job_id} restored checkpoint {restored} and checkpointed on")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationOutcome:
+    """What the leader answered to a registration: accepted (``status`` None) or refused
+    with an HTTP status and message."""
+
+    status: int | None
+    message: str = ""
+
+
+def check_timeout_above_grace_refused(
+    outcome: RegistrationOutcome, timeout_s: float, grace_s: float
+) -> Invariant:
+    """A job whose checkpoint timeout exceeds the orphan grace period is refused at
+    registration, with a client error naming the timeout and the grace period: a
+    checkpoint's files could otherwise outlive the grace unacknowledged and be
+    collected under a checkpoint that then completes."""
+    asked = f"timeout {timeout_s:g} s above the grace period {grace_s:g} s"
+    if outcome.status is None:
+        return Invariant(TIMEOUT_ABOVE_GRACE_REFUSED, False, f"{asked}: accepted")
+    text = outcome.message.lower()
+    clear = 400 <= outcome.status < 500 and "timeout" in text and "grace" in text
+    return Invariant(TIMEOUT_ABOVE_GRACE_REFUSED, clear,
+                     f"{asked}: {outcome.status} {outcome.message[:200]}"
+                     + ("" if clear else " (not a client error naming both)"))  # fmt: skip
