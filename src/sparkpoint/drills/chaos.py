@@ -82,6 +82,7 @@ from sparkpoint.drills.savepoint_faults import (
     SAVEPOINT_DRIVER_KILL,
     SAVEPOINT_FAULTS,
     take_savepoint,
+    wait_committed_after_restart,
 )
 from sparkpoint.drills.shared_state_faults import (
     SECOND_JOB,
@@ -287,6 +288,8 @@ def _job_fault(
     savepoint = take_savepoint(target, pipeline, options.deadline_s)
     if fault == SAVEPOINT_DRIVER_KILL:
         result = _driver_fault(target, observer, options, n, before)
+        result.notes["committed_after_restart"] = wait_committed_after_restart(
+            pipeline, options.deadline_s)  # fmt: skip
     else:
         result = _leader_fault(target, observer, options, n, "kill-9", before)
     result.action = f"{fault}: {savepoint.describe()}, then {result.action}"

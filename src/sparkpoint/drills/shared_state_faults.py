@@ -11,10 +11,13 @@
   restore from its own retained checkpoint. It is then left registered without a driver,
   so its checkpoints keep referencing what they reference for the rest of the drill (the
   end-of-run check of shared files covers every job).
-- ``slow-ack``: the driver is frozen (SIGSTOP of its Python process; its JVM's tasks go
-  on writing) once a checkpoint is in flight and, with RocksDB, its new shared files are
-  written — so its acknowledgement arrives longer than the orphan grace period (and a
-  scan) after them. The checkpoint that completes must not reference a missing shared
+- ``slow-ack``: the driver is frozen (SIGSTOP of its process group: the Python driver,
+  its JVM and its Python workers) once a checkpoint is in flight and, with RocksDB, the
+  first of its new shared files is written — one subtask's upload done, the others'
+  (tasks run one at a time) and the acknowledgement still to come — and thawed after the
+  orphan grace period, two scans and a second. ``held_pending`` in the iteration's notes
+  names the checkpoints still unacknowledged when it froze (empty: the race was lost,
+  the acknowledgement had gone). The checkpoint that completes must not reference a missing shared
   file. Before, a job registering a checkpoint timeout above the grace period must be
   refused with a clear error: that is what lets a collector trust its grace period.
 """
@@ -200,17 +203,20 @@ def slow_ack(
     incremental = getattr(pipeline, "state_backend", None) == "rocksdb"
     newest_before = _newest_shared_ms(target, job) if incremental else 0
     in_flight = poll_until(lambda: pending_ids(target.addresses(), job), deadline_s)
-    # With RocksDB, wait until the checkpoint in flight has written new shared files: they
-    # are what the collector must not take for orphans while the acknowledgement waits.
+    # With RocksDB, wait until the checkpoint in flight wrote its first new shared file:
+    # one subtask's upload is done, the others' (one task at a time) and the driver's
+    # acknowledgement are still to come — the file the collector must not take for an
+    # orphan while they wait.
     written = in_flight and (not incremental or poll_until(
         lambda: _newest_shared_ms(target, job) > newest_before, deadline_s))  # fmt: skip
     t0 = time.monotonic() - observer.started
-    pid = pipeline.proc.pid
-    os.kill(pid, signal.SIGSTOP)  # the Python driver only: its JVM's tasks go on
+    group = pipeline.proc.pid  # the driver's own session: its JVM and Python workers too
+    os.killpg(group, signal.SIGSTOP)
     try:
+        held = sorted(pending_ids(target.addresses(), job) or ())  # still unacknowledged
         threading.Event().wait(hold_s)  # the fault itself: the acknowledgement held back
     finally:
-        os.kill(pid, signal.SIGCONT)
+        os.killpg(group, signal.SIGCONT)
     thawed = time.monotonic() - observer.started
     ckpt_at = next_completion(observer, max_before, thawed, deadline_s)
     invariants.append(Invariant(
@@ -225,5 +231,5 @@ def slow_ack(
         old_epoch=before.leader_epoch, new_epoch=obs.leader_epoch,
         new_leader=obs.leader_instance, invariants=invariants,
         notes={"checkpoint_in_flight": bool(in_flight), "new_shared_files": bool(written),
-               "incremental": incremental},
+               "held_pending": held, "incremental": incremental},
     )  # fmt: skip

@@ -143,13 +143,19 @@ def metadata_written_after(checkpoint_root: str, wall_time: float) -> list[str]:
 
 
 def pending_ids(addresses: list[str], job_id: str) -> set[int] | None:
-    """Ids the leader has in flight (None: no leader answered)."""
-    try:
-        with CoordinatorClient(addresses, timeout_s=2.0, retry_for_s=5.0) as client:
-            history = client.checkpoints(job_id).get("history", [])
-    except (ClientError, HAError):
-        return None
-    return {int(r["id"]) for r in history if str(r.get("status")) in PENDING}
+    """Ids the leader has in flight (None: no leader answered). Asked of each replica in
+    turn: a follower answers too, from ZooKeeper, with no history (``source`` says
+    ``zookeeper``), and would make every checkpoint look settled."""
+    for address in addresses:
+        try:
+            with CoordinatorClient([address], timeout_s=2.0, retry_for_s=0.0) as client:
+                overview = client.checkpoints(job_id)
+        except (ClientError, HAError):
+            continue
+        if overview.get("source") == "leader":
+            history = overview.get("history", [])
+            return {int(r["id"]) for r in history if str(r.get("status")) in PENDING}
+    return None
 
 
 def retained_pointers(conn: ZooKeeperConnection, job_id: str) -> list[CheckpointPointer]:
