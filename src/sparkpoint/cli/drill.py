@@ -36,6 +36,7 @@ from sparkpoint.drills.pause_leader import run_pause_leader
 from sparkpoint.drills.replicas import ReplicaSettings
 from sparkpoint.drills.report import DrillReport, IterationResult
 from sparkpoint.drills.runner import TargetSpec, run_drill
+from sparkpoint.drills.shared_state_faults import SLOW_ACK
 from sparkpoint.drills.zookeeper_loss import run_zookeeper_loss
 from sparkpoint.ha import HAError
 from sparkpoint.pipeline.state_backend import BACKEND_NAMES
@@ -350,7 +351,8 @@ def zookeeper_loss(outage: float, **opts: Any) -> None:
     default=None,
     help="The jobs' checkpoint timeout (s; execution.checkpointing.timeout of the "
     "replicas; default: the product's). Where a timeout above the orphan grace period is "
-    "refused, give at most --orphan-grace.",
+    "refused, give at most --orphan-grace; with slow-ack drawn the replicas then tolerate "
+    "5 failed checkpoints (one held past the timeout expires).",
 )
 @click.option(
     "--time-limit",
@@ -426,7 +428,9 @@ def chaos(
         orphan_scan_interval_s=orphan_grace / 6,
         checkpoint_timeout_s=checkpoint_timeout,
         cleanup_delay_s=SLOW_DELETION_S if "slow-deletions" in options.faults else 0.0,
-        # A checkpoint declined while the NameNode restarts must not fail the job.
+        # A checkpoint declined while the NameNode restarts must not fail the job, nor
+        # one whose acknowledgement slow-ack holds past a timeout no longer than the grace.
         **({"tolerable_failed_checkpoints": HDFS_TOLERABLE_FAILURES}
-           if set(options.faults) & set(HDFS_FAULTS) else {}),
+           if set(options.faults) & set(HDFS_FAULTS)
+           or (SLOW_ACK in options.faults and checkpoint_timeout is not None) else {}),
     )  # fmt: skip
