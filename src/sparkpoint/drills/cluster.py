@@ -98,8 +98,9 @@ class LocalCluster:
     # Brokers of a local Kafka for the Kafka workload (the orders job, Kafka to Kafka);
     # 0: the demo pipeline on generated clicks.
     kafka_nodes: int = 0
-    # Jobs a fault started beside the workload's (from its checkpoints): checked with it.
-    other_jobs: list[str] = field(default_factory=list)
+    # Drivers of jobs a fault started beside the workload's (from its checkpoints): their
+    # jobs are checked with it, their processes stopped with it.
+    other_drivers: list[DriverProcess] = field(default_factory=list)
 
     def start(self) -> LocalCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -172,7 +173,7 @@ class LocalCluster:
 
     def job_ids(self) -> list[str]:
         """The workload's job and every job a fault started beside it."""
-        return [self.workload.job_id, *self.other_jobs]
+        return [self.workload.job_id, *(d.job_id for d in self.other_drivers)]
 
     def replica(self, instance_id: str) -> LocalReplica:
         for r in self.replicas:
@@ -202,6 +203,8 @@ class LocalCluster:
         return self.proxies[instance_id]
 
     def close(self) -> None:
+        for driver in self.other_drivers:
+            driver.abort()
         with contextlib.suppress(Exception):
             self.workload.abort()
         for replica in getattr(self, "replicas", []):

@@ -5,21 +5,24 @@
   from that checkpoint (with RocksDB, an incremental one: the second job's checkpoints
   may reference the drill job's shared files); the drill job goes on from the same
   checkpoint — registered again at another parallelism — while the second job completes
-  a checkpoint of its own, and checkpoints on until its collector has run past the
-  grace period. Every shared file a retained checkpoint of
-  either job references must be there; the second job, killed and started again, must
-  restore from its own retained checkpoint. It is then left registered without a driver,
-  so its checkpoints keep referencing what they reference for the rest of the drill (the
-  end-of-run check of shared files covers every job).
+  a checkpoint of its own, and the second job's driver is killed there (its first
+  checkpoint is the one that references the drill job's files; later ones, after
+  compactions, may not). The drill job checkpoints on until its collector has run past
+  the grace period. Every shared file a retained checkpoint of either job references
+  must be there; the second job, started again, must restore from its own retained
+  checkpoint. It is then left registered without a driver, so its checkpoints keep
+  referencing what they reference for the rest of the drill (the end-of-run check of
+  shared files covers every job).
 - ``slow-ack``: the driver is frozen (SIGSTOP of its process group: the Python driver,
   its JVM and its Python workers) once a checkpoint is in flight and, with RocksDB, the
   first of its new shared files is written — one subtask's upload done, the others'
   (tasks run one at a time) and the acknowledgement still to come — and thawed after the
   orphan grace period, two scans and a second. ``held_pending`` in the iteration's notes
   names the checkpoints still unacknowledged when it froze (empty: the race was lost,
-  the acknowledgement had gone). The checkpoint that completes must not reference a missing shared
-  file. Before, a job registering a checkpoint timeout above the grace period must be
-  refused with a clear error: that is what lets a collector trust its grace period.
+  the acknowledgement had gone). The checkpoint that completes must not reference a
+  missing shared file. Before, a job registering a checkpoint timeout above the grace
+  period must be refused with a clear error: that is what lets a collector trust its
+  grace period.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from sparkpoint.drills.verification import (
     pending_ids,
     retained_pointers,
 )
-from sparkpoint.drills.workload import ClicksPipeline, DriverProcess, completions
+from sparkpoint.drills.workload import ClicksPipeline, DriverProcess, completions, wait_started
 from sparkpoint.ha import HAError
 from sparkpoint.metadata import MetadataError
 from sparkpoint.storage import StorageError, filesystem_for
@@ -107,7 +110,7 @@ def second_job_from_checkpoint(
     source_dir = str(parse(latest.metadata_uri).parent)
     second = replace(pipeline, directory=target.directory / f"second-{n}", proc=None,
                      standby_proc=None, job_id=f"{pipeline.job_id}-second-{n}")  # fmt: skip
-    target.other_jobs.append(second.job_id)
+    target.other_drivers.append(second)
     invariants: list[Invariant] = []
     started = second.restart(DRIVER_START_S, "--restore-from", source_dir,
                              *SECOND_JOB_RESTORE_ARGS)  # fmt: skip
@@ -116,9 +119,14 @@ def second_job_from_checkpoint(
     # then it checkpoints on until its collector has run past the grace period.
     max_before = max((cid for cid, _ in observer.snapshot().completions), default=0)
     old, pipeline.parallelism = pipeline.parallelism, 3 if pipeline.parallelism == 2 else 2
-    resumed = pipeline.restart(DRIVER_START_S)
-    resumed_at = time.monotonic() - observer.started
+    runs = sum(r.get("event") == "started" for r in pipeline.reports()) + 1
+    pipeline.start_again()
     own = started and poll_until(lambda: _own_completions(second), deadline_s)
+    # Stopped at its first checkpoint: the one that references the drill job's files
+    # (a later one, after compactions, may reference only its own).
+    second.kill()
+    resumed = wait_started(pipeline, DRIVER_START_S, runs)
+    resumed_at = time.monotonic() - observer.started
     invariants.append(Invariant(
         "second_job_checkpointed", bool(own),
         f"{second.job_id} started from checkpoint {latest.checkpoint_id} and completed "
@@ -135,7 +143,7 @@ def second_job_from_checkpoint(
     invariants.append(shared_files_exist(target, settle_s))
     if own:
         invariants.append(_restart_second(target, second, deadline_s))
-    second.kill()  # registered, without a driver: its checkpoints stay retained
+        second.kill()  # registered, without a driver: its checkpoints stay retained
     obs = observer.snapshot()
     return IterationResult(
         n, f"{SECOND_JOB} {latest.checkpoint_id} -> {second.job_id}",
@@ -147,10 +155,9 @@ def second_job_from_checkpoint(
 
 
 def _restart_second(target: LocalCluster, second: ClicksPipeline, deadline_s: float) -> Invariant:
-    """Kill the second job's driver, start it again: from its own retained checkpoint."""
+    """Start the second job's driver again: from its own retained checkpoint."""
     retained = max((p.checkpoint_id for p in retained_pointers(target.conn, second.job_id)),
                    default=None)  # fmt: skip
-    second.kill()
     started = second.restart(DRIVER_START_S)
     proc = second.proc
     report = second.report_of(proc.pid, "started") if started and proc is not None else None
