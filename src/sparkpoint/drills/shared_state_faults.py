@@ -133,8 +133,13 @@ def second_job_from_checkpoint(
         f"{_own_completions(second)[:1]}" if own
         else f"{second.job_id} did not start (see {second.directory})" if not started
         else f"{second.job_id} completed nothing within {deadline_s:g} s"))  # fmt: skip
-    ckpt_at = (next_completion(observer, max_before, resumed_at + settle_s,
-                               deadline_s + settle_s) if resumed else None)  # fmt: skip
+    # Its first checkpoint subsumes the one both jobs started from: the files only that
+    # one named are unreferenced by the drill job from then on, and collected a grace
+    # period (and a scan) later — the check comes after a completion past that.
+    first_at = next_completion(observer, max_before, resumed_at, deadline_s) if resumed else None
+    ckpt_at = None
+    if first_at is not None:
+        ckpt_at = next_completion(observer, max_before, first_at + settle_s, deadline_s + settle_s)
     invariants.append(Invariant(
         "rescaled_driver_resumed", ckpt_at is not None,
         f"{old} -> {pipeline.parallelism}, checkpointing {settle_s:g} s later"
