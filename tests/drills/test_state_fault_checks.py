@@ -180,3 +180,11 @@ def test_the_kafka_verdict_reports_a_duplicate_a_loss_and_a_recounted_key() -> N
     assert "1 keys whose count is not 1..n: ['k-0001']" in duplicated.detail
     lost = kafka_verdict(["m-0"], ["m-0", "m-1"], [])
     assert not lost.ok and "1 expected lines missing" in lost.detail
+
+
+def test_a_driver_that_gave_up_is_named_in_the_verdict() -> None:
+    verdict = check_restored_own_checkpoint(
+        "j2", 13, 13, checkpointed=False, why="its driver exited: StateFileError: missing"
+    )
+    assert not verdict.ok
+    assert "(its driver exited: StateFileError: missing)" in verdict.detail

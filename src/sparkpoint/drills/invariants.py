@@ -302,18 +302,19 @@ def check_shared_files_exist(report: SharedFilesReport) -> Invariant:
 
 
 def check_restored_own_checkpoint(
-    job_id: str, retained: int | None, restored: int | None, checkpointed: bool
+    job_id: str, retained: int | None, restored: int | None, checkpointed: bool, why: str = ""
 ) -> Invariant:
     """A job started from another job's checkpoint, killed and started again, restores
     from its own latest retained checkpoint (``retained``, read before the restart) and
-    completes a checkpoint from there."""
+    completes a checkpoint from there. ``why``: what its driver said, if it gave up."""
     problems = []
     if retained is None:
         problems.append(f"{job_id} retained no checkpoint of its own")
     elif restored != retained:
         problems.append(f"{job_id} restored {restored}, not its retained checkpoint {retained}")
     if not checkpointed:
-        problems.append(f"{job_id} completed no checkpoint after the restore")
+        problems.append(f"{job_id} completed no checkpoint after the restore"
+                        + (f" ({why})" if why else ""))  # fmt: skip
     return _result(RESTORES_OWN_CHECKPOINT, problems,
                    f"{job_id} restored checkpoint {restored} and checkpointed on")  # fmt: skip
 

@@ -52,7 +52,13 @@ from sparkpoint.drills.verification import (
     pending_ids,
     retained_pointers,
 )
-from sparkpoint.drills.workload import ClicksPipeline, DriverProcess, completions, wait_started
+from sparkpoint.drills.workload import (
+    ClicksPipeline,
+    DriverProcess,
+    completions,
+    last_log_line,
+    wait_started,
+)
 from sparkpoint.ha import HAError
 from sparkpoint.metadata import MetadataError
 from sparkpoint.storage import StorageError, filesystem_for
@@ -168,10 +174,14 @@ def _restart_second(target: LocalCluster, second: ClicksPipeline, deadline_s: fl
     report = second.report_of(proc.pid, "started") if started and proc is not None else None
     restored = report.get("restored_from") if report else None
     above = max(_own_completions(second), default=0)
-    checkpointed = started and poll_until(lambda: _own_completions(second, above), deadline_s)
-    return check_restored_own_checkpoint(
-        second.job_id, retained, None if restored is None else int(restored), bool(checkpointed)
-    )
+    checkpointed = started and poll_until(
+        lambda: _own_completions(second, above) or (proc is not None and proc.poll() is not None),
+        deadline_s) and bool(_own_completions(second, above))  # fmt: skip
+    exited = proc is not None and proc.poll() is not None
+    why = f"its driver exited: {last_log_line(second, 'driver-endless')}" if exited else ""
+    return check_restored_own_checkpoint(second.job_id, retained,
+                                         None if restored is None else int(restored),
+                                         bool(checkpointed), why)  # fmt: skip
 
 
 def timeout_above_grace_refused(target: LocalCluster, grace_s: float) -> Invariant:

@@ -316,7 +316,7 @@ class ClicksPipeline(DriverProcess):
             self.abort()
             return Invariant("exactly_once_output", False, "bounded replay did not finish")
         if code != 0:
-            last = _last_line(self, "driver-bounded")
+            last = last_log_line(self, "driver-bounded")
             return Invariant("exactly_once_output", False, f"bounded replay exited {code} ({last})")
         return self._verdict(bound)
 
@@ -337,7 +337,8 @@ class ClicksPipeline(DriverProcess):
         return Invariant(verdict.name, verdict.ok, f"{verdict.detail} (input: {bound} per split)")
 
 
-def _last_line(driver: DriverProcess, name: str) -> str:
+def last_log_line(driver: DriverProcess, name: str) -> str:
+    """The last line of the driver's log ``<name>.log``, and where it is."""
     log = driver.directory / f"{name}.log"
     last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
     return f"{log}: {' '.join(last)[-300:]}"
