@@ -280,9 +280,10 @@ TIMEOUT_ABOVE_GRACE_REFUSED = "checkpoint_timeout_above_grace_refused"
 
 def check_output_committed_once(lines: Sequence[str]) -> Invariant:
     """No line of a job's committed output twice, while the job runs. Every line of the
-    demo pipeline's output is unique (a user's running count, a session's start), so a
-    line seen twice is output committed twice: a restore that replayed what a commit had
-    already made visible (say, a savepoint's)."""
+    demo pipeline's output is unique (a user's running count, a session's start), as is
+    every row id of the Kafka workload's output topic, so one seen twice is output
+    committed twice: a restore that replayed what a commit had already made visible
+    (say, a savepoint's)."""
     twice = sorted(line for line, n in Counter(lines).items() if n > 1)
     problems = [f"{len(twice)} lines committed more than once: {[t[:120] for t in twice[:2]]}"
                 ] if twice else []  # fmt: skip

@@ -88,6 +88,15 @@ class KafkaOrdersPipeline(DriverProcess):
     def read_output(self) -> dict[str, list[str]]:
         return dict(json.loads(self._io("read", "--published", str(self.published()))))
 
+    def committed_lines(self) -> list[str] | None:
+        """The ids of the output topic's committed rows (read ``read_committed``): one row
+        per published record, so an id seen twice was committed twice. None when the
+        topic cannot be read now (a broker restarting)."""
+        try:
+            return list(self.read_output()["committed"])
+        except (KafkaWorkloadError, subprocess.TimeoutExpired):
+            return None
+
     def finish(self, timeout: float) -> Invariant | None:
         kill_group(self.standby_proc)
         self.standby_proc = None
