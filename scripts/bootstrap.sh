@@ -65,38 +65,46 @@ fetch_jvm() {  # $@: artifact sets of sparkpoint.devcluster.jvm (Maven fetches t
     .venv/bin/sparkpoint jvm fetch "$@"
 }
 
-install_promtool() {  # promtool and the Prometheus server check the alert rules
-    command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return 0
-    install_debian_packages "promtool and the Prometheus server" prometheus
-    command -v promtool >/dev/null 2>&1 || { echo "sparkpoint: promtool still missing" >&2; exit 1; }
+# The test tools come from Debian's packages. Each check below names what it needs when
+# missing; install_test_tools installs every missing one in one apt-get run.
+missing_promtool() {  # promtool and the Prometheus server check the alert rules
+    command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || echo prometheus
 }
 
-install_podman() {  # the image build and the chart-in-containers test
-    local tool missing=""
+missing_podman() {  # the image build and the chart-in-containers test
+    local tool
     for tool in podman runc catatonit debootstrap iptables; do
-        command -v "$tool" >/dev/null 2>&1 || missing=1
+        if ! command -v "$tool" >/dev/null 2>&1; then
+            # catatonit: podman's pause image for pods; the CNI plugins and iptables: pod networks.
+            echo podman runc catatonit debootstrap containernetworking-plugins iptables uidmap
+            return 0
+        fi
     done
-    [ -n "$missing" ] || return 0
-    # catatonit: podman's pause image for pods; the CNI plugins and iptables: pod networks.
-    install_debian_packages "podman, runc and debootstrap for the image" \
-        podman runc catatonit debootstrap containernetworking-plugins iptables uidmap
 }
 
-install_chromium() {  # headless Chromium and its chromedriver drive the UI tests (tests/ui)
-    command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 && return 0
-    install_debian_packages "headless Chromium for the UI tests" chromium chromium-driver
-    command -v chromedriver >/dev/null 2>&1 || { echo "sparkpoint: chromedriver still missing" >&2; exit 1; }
+missing_chromium() {  # headless Chromium and its chromedriver drive the UI tests (tests/ui)
+    command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 \
+        || echo chromium chromium-driver
 }
 
-install_connector_servers() {  # RabbitMQ and PostgreSQL: the connector tests and demo
-    local pg_ctl
-    pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | tail -n 1 || true)
-    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && [ -n "$pg_ctl" ] \
-        && command -v epmd >/dev/null 2>&1 && return 0
+missing_connector_servers() {  # RabbitMQ and PostgreSQL: the connector tests and demo
     # Their services stay off: the tests and the demo start their own servers on free
     # ports in temporary directories.
-    install_debian_packages "RabbitMQ and PostgreSQL for the connectors" rabbitmq-server postgresql
-    pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | tail -n 1 || true)
-    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && [ -n "$pg_ctl" ] || {
-        echo "sparkpoint: rabbitmq-server or PostgreSQL's pg_ctl still missing" >&2; exit 1; }
+    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && command -v epmd >/dev/null 2>&1 \
+        && ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || echo rabbitmq-server postgresql
 }
+
+install_test_tools() {  # $@: names of the missing_* checks above (e.g. promtool chromium)
+    local what packages=""
+    for what in "$@"; do packages="$packages $("missing_$what")"; done
+    # shellcheck disable=SC2086  # word splitting wanted: a list of package names
+    [ -z "${packages// /}" ] || install_debian_packages "the test tools: $*" $packages
+    for what in "$@"; do
+        [ -z "$("missing_$what")" ] || { echo "sparkpoint: $what still missing after the install" >&2; exit 1; }
+    done
+}
+
+install_promtool() { install_test_tools promtool; }
+install_podman() { install_test_tools podman; }
+install_chromium() { install_test_tools chromium; }
+install_connector_servers() { install_test_tools connector_servers; }

@@ -29,6 +29,10 @@ done
 version="$(sed -n 's/^__version__ = "\(.*\)"/\1/p' src/sparkpoint/__init__.py)"
 work="$ROOT/build/image"
 mkdir -p "$work"
+# One build at a time: scripts/test.sh builds in the background while the tests run, and
+# the chart test's own call waits here for it, then finds the images up to date.
+exec 9>"$work/.lock"
+flock 9
 
 log() { echo "build-image: $*" >&2; }
 # pip for `pip wheel` (uv has none): the machine's, else a throwaway one through uv.

@@ -15,8 +15,9 @@ from sparkpoint.ha import ZooKeeperConnection
 from tests.service.support import ReplicaProcess, spawn_replica
 from tests.support.zk import settings_for
 
-# The real HDFS fixtures (hdfs_cluster, hdfs_dir), for every package of the suite.
-pytest_plugins = ["tests.support.hdfs"]
+# The real HDFS fixtures (hdfs_cluster, hdfs_dir), for every package of the suite; and the
+# check that no process of the session is left a client of a server a fixture stopped.
+pytest_plugins = ["tests.support.hdfs", "tests.support.leftover_clients"]
 
 # A short tick lets tests use session timeouts of a second or two (the server accepts
 # 2..20 ticks unless told otherwise; the launcher widens the upper bound).

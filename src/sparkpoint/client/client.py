@@ -177,13 +177,18 @@ class CoordinatorClient:
         pointer: str | None = None,
         allow_non_restored_state: bool = False,
         run_id: str | None = None,
+        restore_mode: str | None = None,
     ) -> RestoreResponse:
-        body = {
+        """``restore_mode``: ``"claim"`` or ``"no-claim"`` (docs/recovery.md, "Restore
+        modes"); None leaves the service's default."""
+        body: dict[str, Any] = {
             "graph": graph.to_dict(),
             "pointer": pointer,
             "allow_non_restored_state": allow_non_restored_state,
             "run_id": self._run(job_id, run_id),
         }
+        if restore_mode is not None:
+            body["restore_mode"] = restore_mode
         data = self._call("POST", f"/v1/jobs/{_job(job_id)}/restore-plan", body, idempotent=True)
         return RestoreResponse.from_dict(data)
 

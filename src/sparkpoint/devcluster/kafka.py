@@ -65,11 +65,21 @@ class LocalKafka(daemons.Launcher):
     what = "Kafka"
     error = KafkaLaunchError
 
-    def __init__(self, directory: str | Path, *, nodes: int = 1, heap_mb: int = 512) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        nodes: int = 1,
+        heap_mb: int = 512,
+        settings: dict[str, object] | None = None,
+    ) -> None:
+        """``settings``: broker properties set beside (or instead of) the defaults below,
+        e.g. ``{"auto.create.topics.enable": "false"}``."""
         if nodes not in (1, 3):
             raise KafkaLaunchError(f"nodes must be 1 or 3, not {nodes}")
         self.directory = Path(directory).resolve()
         self.heap_mb = heap_mb
+        self.settings = dict(settings or {})
         self.cluster_id = _cluster_id()
         self.nodes = [KafkaNode(i + 1, free_port(), free_port()) for i in range(nodes)]
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
@@ -176,12 +186,14 @@ class LocalKafka(daemons.Launcher):
         return {
             "cluster_id": self.cluster_id,
             "heap_mb": self.heap_mb,
+            "settings": self.settings,
             "nodes": [asdict(n) for n in self.nodes],
         }
 
     def _restore(self, home: Path, state: dict[str, Any]) -> None:
         self.directory = home
         self.heap_mb = state["heap_mb"]
+        self.settings = state.get("settings", {})
         self.cluster_id = state["cluster_id"]
         self.nodes = [KafkaNode(**n) for n in state["nodes"]]
 
@@ -219,6 +231,7 @@ class LocalKafka(daemons.Launcher):
             "share.coordinator.state.topic.min.isr": min(2, replicas),
             # The transaction timeout a client may ask for (KafkaSink checks its own).
             "transaction.max.timeout.ms": 900_000,
+            **self.settings,
         }
         config = directory / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))

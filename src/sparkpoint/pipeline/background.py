@@ -23,6 +23,7 @@ from sparkpoint.pipeline.channel import (
     Ack,
     CheckpointChannel,
     Restored,
+    RestoreMode,
     RunNotice,
     RunSuperseded,
 )
@@ -61,8 +62,10 @@ class BackgroundChannel:
     def release(self) -> None:
         self.inner.release()
 
-    def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
-        return self.inner.restore(graph, pointer)
+    def restore(
+        self, graph: JobGraph, pointer: str | None = None, mode: RestoreMode | None = None
+    ) -> Restored | None:
+        return self.inner.restore(graph, pointer, mode)
 
     def _start(self) -> None:
         if self._thread is None:

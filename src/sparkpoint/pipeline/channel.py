@@ -19,6 +19,7 @@ from sparkpoint.runs.messages import (
     CheckpointAborted,
     CheckpointCompleted,
     Restored,
+    RestoreMode,
     RunNotice,
     RunSuperseded,
     TriggerCheckpoint,
@@ -29,6 +30,7 @@ __all__ = [
     "CheckpointAborted",
     "CheckpointChannel",
     "CheckpointCompleted",
+    "RestoreMode",
     "Restored",
     "RunNotice",
     "RunSuperseded",
@@ -61,10 +63,13 @@ class CheckpointChannel(Protocol):
         """This run ends cleanly: the job's standby, if any, may take over at once. Best
         effort; never raises."""
 
-    def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
+    def restore(
+        self, graph: JobGraph, pointer: str | None = None, mode: RestoreMode | None = None
+    ) -> Restored | None:
         """Plan a restore at ``graph``'s parallelism from ``pointer`` (a savepoint or
         checkpoint directory) or, when None, the latest completed checkpoint; None when
-        there is nothing to restore (a first start)."""
+        there is nothing to restore (a first start). ``mode`` None: claim the latest
+        checkpoint, restore a pointer with no-claim (``Restored.claimed`` says which)."""
         ...
 
     def heartbeat(self) -> list[RunNotice]:

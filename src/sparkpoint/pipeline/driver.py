@@ -31,6 +31,7 @@ from sparkpoint.pipeline.channel import (
     CheckpointChannel,
     CheckpointCompleted,
     Restored,
+    RestoreMode,
     RunNotice,
     RunSuperseded,
     TriggerCheckpoint,
@@ -70,6 +71,15 @@ class PipelineDriver:
     is cut with Spark's local checkpoint (snapshots cut it durably, see ``_checkpoint``;
     the Spark jobs themselves are in ``epoch_plan``).
 
+    ``restore_from``: start from this checkpoint or savepoint (of this job or another)
+    instead of the job's latest checkpoint. ``restore_mode`` (docs/recovery.md, "Restore
+    modes"): ``"no-claim"``, the default, leaves the files of ``restore_from`` to their
+    job — the first checkpoint after the restore is a full one in this job's own
+    directory, and until it completes the job still depends on them; ``"claim"`` (only
+    for a checkpoint of this job in its own checkpoint directory, else a clear error)
+    lets the next checkpoints go on incrementally from them. A restart from the job's
+    latest checkpoint (no ``restore_from``) always claims it.
+
     ``standby``: :meth:`start` registers a warm standby run of the job (the service only),
     warms Spark up and waits until the coordinator grants it the job — the active run went
     silent or exited — then restores the latest completed checkpoint and returns.
@@ -82,6 +92,7 @@ class PipelineDriver:
         channel: CheckpointChannel,
         *,
         restore_from: str | None = None,
+        restore_mode: str | RestoreMode | None = None,
         inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
         on_epoch: Callable[[DriverStatus], None] | None = None,
         lineage_limit: int = 25,
@@ -95,6 +106,7 @@ class PipelineDriver:
         self.channel = channel
         self.status = DriverStatus()
         self._restore_from = restore_from
+        self._restore_mode = None if restore_mode is None else RestoreMode.of(restore_mode)
         self._inline_threshold = inline_threshold
         self._on_epoch = on_epoch
         self._standby = standby
@@ -154,7 +166,7 @@ class PipelineDriver:
             # Acted on at the first poll, once restored (a completion commits the sink).
             self._granted_notices = self.channel.wait_for_grant()
         self._sink.bind(self.graph.job_id, self.pipeline.sink_uid)
-        restored = self.channel.restore(self.graph, self._restore_from)
+        restored = self.channel.restore(self.graph, self._restore_from, self._restore_mode)
         if restored is None:
             self._sink.restore([])  # no checkpoint owns any earlier transaction
             for n in range(len(self._stages)):
@@ -173,14 +185,15 @@ class PipelineDriver:
             operator = plan.operators.get(stage.uid)
             subtasks = operator.subtasks if operator is not None else self._plan.empty_state()
             self._plan.load_state(n, subtasks)
-            self._state_tasks[n].restored(subtasks)
+            self._state_tasks[n].restored(subtasks, claimed=restored.claimed)
         self.status.restored_from = restored.checkpoint_id
         log.info(
-            "restored job %s from %s %d at parallelism %d",
+            "restored job %s from %s %d at parallelism %d (%s)",
             self.graph.job_id,
             restored.kind.value,
             restored.checkpoint_id,
             self._p,
+            (RestoreMode.CLAIM if restored.claimed else RestoreMode.NO_CLAIM).value,
         )
         return restored
 
@@ -421,8 +434,13 @@ class PipelineDriver:
         return checkpoint_id
 
     def close(self) -> None:
-        """Release the run (a standby may take over at once) and the channel."""
-        self._plan.cache.release_all()
-        if not self.superseded:
-            self.channel.release()
-        self.channel.close()
+        """Release the run (a standby may take over at once), the channel and the
+        source's clients (none is left reconnecting to a broker after the job)."""
+        try:
+            self._plan.cache.release_all()
+            if not self.superseded:
+                self.channel.release()
+            self.channel.close()
+        finally:
+            if self._source is not None:
+                self._source.close()

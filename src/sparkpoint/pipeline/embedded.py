@@ -32,7 +32,7 @@ from sparkpoint.coordinator import (
 )
 from sparkpoint.counter import StandaloneCheckpointIDCounter
 from sparkpoint.runs.job_runs import JobRuns
-from sparkpoint.runs.messages import Ack, Restored, RunNotice, RunSuperseded
+from sparkpoint.runs.messages import Ack, Restored, RestoreMode, RunNotice, RunSuperseded
 from sparkpoint.runs.session import JobSession
 from sparkpoint.storage import CheckpointStorage
 from sparkpoint.store import JobRecord, StandaloneCompletedCheckpointStore
@@ -177,14 +177,20 @@ class EmbeddedChannel:
         with suppress(SupersededRunError):
             self._runs.release(job_id, run_id)
 
-    def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
+    def restore(
+        self, graph: JobGraph, pointer: str | None = None, mode: RestoreMode | None = None
+    ) -> Restored | None:
         job_id, run_id = self._run()
         if pointer is None and self.storage.list_checkpoints(graph.job_id, completed_only=True):
             # A restarted driver: the newest complete checkpoint on disk (this process's
-            # store starts empty, the files are what outlived the last one).
+            # store starts empty, the files are what outlived the last one) — the job's
+            # own latest, claimed as a restart from the store's latest would be.
             pointer = self.storage.job_directory(graph.job_id)
+            mode = mode or RestoreMode.CLAIM
         with self._as_run():
-            planned = self._runs.restore_plan(job_id, graph, run_id=run_id, pointer=pointer)
+            planned = self._runs.restore_plan(
+                job_id, graph, run_id=run_id, pointer=pointer, mode=mode
+            )
         return planned.restored
 
     def heartbeat(self) -> list[RunNotice]:

@@ -29,7 +29,7 @@ from sparkpoint.client import (
     Superseded,
     Unavailable,
 )
-from sparkpoint.pipeline.channel import Ack, Restored, RunNotice, RunSuperseded
+from sparkpoint.pipeline.channel import Ack, Restored, RestoreMode, RunNotice, RunSuperseded
 from sparkpoint.pipeline.liveness import LivenessListener
 
 log = logging.getLogger(__name__)
@@ -130,18 +130,29 @@ class RemoteChannel:
             self._superseded = True
             raise RunSuperseded(exc.message) from exc
 
-    def restore(self, graph: JobGraph, pointer: str | None = None) -> Restored | None:
+    def restore(
+        self, graph: JobGraph, pointer: str | None = None, mode: RestoreMode | None = None
+    ) -> Restored | None:
         with self._as_run():
             reply = self.client.restore_plan(
-                self.job_id, graph, pointer=pointer, run_id=self.run_id
+                self.job_id,
+                graph,
+                pointer=pointer,
+                run_id=self.run_id,
+                restore_mode=None if mode is None else mode.value,
             )
         if reply.plan is None or reply.restored is None:
             return None
+        # A service that does not say (an older one) restored as it always did: the
+        # latest checkpoint claimed; a pointer is then taken as not owned, the safe side.
+        unsaid = pointer is None and mode is not RestoreMode.NO_CLAIM
+        claimed = reply.restored.get("claimed", unsaid)
         return Restored(
             int(reply.restored["checkpoint_id"]),
             CheckpointKind(reply.restored["kind"]),
             str(reply.restored["metadata_uri"]),
             reply.plan,
+            bool(claimed),
         )
 
     def heartbeat(self) -> list[RunNotice]:

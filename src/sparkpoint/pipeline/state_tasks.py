@@ -98,14 +98,17 @@ class StateTasks:
         for older in [c for c in self._acknowledged if c < checkpoint_id]:
             del self._acknowledged[older]
 
-    def restored(self, subtasks: tuple[SubtaskRestore, ...]) -> None:
-        """Restored stores that keep their files are the base of the first checkpoint."""
+    def restored(self, subtasks: tuple[SubtaskRestore, ...], *, claimed: bool) -> None:
+        """Restored stores that keep their files are the base of the first checkpoint —
+        when the job owns those files (``claimed``). Otherwise (no-claim) the first
+        checkpoint has no base: it uploads every file into the job's own ``shared/`` and
+        references none of the source's, whose collector counts only its own references."""
         from sparkpoint.pipeline.store_files import is_whole
 
         self._base = {
             s.index: s.keyed[0]  # type: ignore[misc]
             for s in subtasks
-            if len(s.keyed) == 1 and is_whole(s.keyed[0], s.key_group_range)
+            if claimed and len(s.keyed) == 1 and is_whole(s.keyed[0], s.key_group_range)
         }
 
     def load(self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...] = ()) -> Task:

@@ -30,7 +30,7 @@ from sparkpoint.runs.errors import (
     NotLeaderError,
     UnknownJobError,
 )
-from sparkpoint.runs.messages import RunNotice
+from sparkpoint.runs.messages import RestoreMode, RunNotice
 from sparkpoint.runs.options import job_options
 from sparkpoint.runs.restore import PlannedRestore, plan_run_restore
 from sparkpoint.runs.session import JobSession
@@ -326,6 +326,7 @@ class JobRuns:
         run_id: str,
         pointer: str | None = None,
         allow_non_restored_state: bool = False,
+        mode: RestoreMode | None = None,
     ) -> PlannedRestore:
         return plan_run_restore(
             self.session(job_id),
@@ -334,6 +335,7 @@ class JobRuns:
             run_id=run_id,
             pointer=pointer,
             allow_non_restored_state=allow_non_restored_state,
+            mode=mode,
         )
 
     def trigger_checkpoint(self, job_id: str, run_id: str | None = None) -> int:

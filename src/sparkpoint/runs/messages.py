@@ -10,6 +10,7 @@ process. Nothing else in the project defines a notice the driver sees.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, ClassVar
 
 from sparkpoint.checkpoint import CheckpointKind, OperatorSubtaskState
@@ -71,14 +72,45 @@ RunNotice = TriggerCheckpoint | CheckpointCompleted | CheckpointAborted
 Ack = tuple[str, int, OperatorSubtaskState]
 
 
+class RestoreMode(Enum):
+    """Who owns the files of the checkpoint a job restores from (docs/recovery.md,
+    "Restore modes").
+
+    ``NO_CLAIM``: the source's files stay the source's. The first checkpoint after the
+    restore references none of them (it uploads everything it needs into the job's own
+    ``shared/``); until it completes, the job still depends on the source's snapshot.
+    The default of a restore from a given checkpoint or savepoint, and the only mode for
+    one of another job (or of this job in another checkpoint directory).
+    ``CLAIM``: the job owns the files and its checkpoints go on incrementally from them;
+    only for the job's own checkpoints (a restart from its latest one claims it).
+    """
+
+    CLAIM = "claim"
+    NO_CLAIM = "no-claim"
+
+    @classmethod
+    def of(cls, value: str | RestoreMode) -> RestoreMode:
+        """The mode named ``value``; a clear error for any other name."""
+        if isinstance(value, RestoreMode):
+            return value
+        for mode in cls:
+            if mode.value == value:
+                return mode
+        names = ", ".join(m.value for m in cls)
+        raise ValueError(f"restore mode {value!r} is unknown; use one of {names}")
+
+
 @dataclass(frozen=True, slots=True)
 class Restored:
-    """What the job restored from, and the plan at the new parallelism."""
+    """What the job restored from, and the plan at the new parallelism. ``claimed``:
+    the job owns the restored checkpoint's files (``RestoreMode.CLAIM``), so its next
+    checkpoint may reference them; otherwise it references none of them."""
 
     checkpoint_id: int
     kind: CheckpointKind
     metadata_uri: str
     plan: RestorePlan
+    claimed: bool = False
 
 
 class RunSuperseded(Exception):

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sparkpoint.checkpoint import CheckpointPointer, JobGraph
+from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer, CompletedCheckpoint, JobGraph
 from sparkpoint.recovery import RestorePlan, plan_restore
 from sparkpoint.recovery.loading import (
     LoadedCheckpoint,
@@ -15,9 +15,10 @@ from sparkpoint.recovery.loading import (
     load_latest_checkpoint,
 )
 from sparkpoint.runs.errors import InvalidRequestError
-from sparkpoint.runs.messages import Restored
+from sparkpoint.runs.messages import Restored, RestoreMode
 from sparkpoint.runs.session import JobSession
 from sparkpoint.storage import CheckpointStorage
+from sparkpoint.storage.uri import parse
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,7 @@ class PlannedRestore:
                 "checkpoint_id": self.restored.checkpoint_id,
                 "kind": self.restored.kind.value,
                 "metadata_uri": self.restored.metadata_uri,
+                "claimed": self.restored.claimed,
                 "skipped": [
                     {
                         "checkpoint_id": s.checkpoint_id,
@@ -56,11 +58,13 @@ def plan_run_restore(
     run_id: str,
     pointer: str | None,
     allow_non_restored_state: bool,
+    mode: RestoreMode | None = None,
 ) -> PlannedRestore:
     """Plan the restore of ``session``'s job at ``graph``'s parallelism.
 
-    ``pointer`` None: the newest readable retained checkpoint. Afterwards the job's
-    counter is above the restored id, and its coordinator records the restore — which
+    ``pointer`` None: the newest readable retained checkpoint. ``mode`` None: claim that
+    one, restore a given pointer with no-claim (:func:`check_claimable`). Afterwards the
+    job's counter is above the restored id, and its coordinator records the restore — which
     also keeps the restored checkpoint's files from the orphan collector until a newer
     checkpoint completes. Raises the recovery errors (validation, unreadable checkpoint),
     and ``SupersededRunError`` when ``run_id`` is not the job's current driver run.
@@ -83,6 +87,12 @@ def plan_run_restore(
     if loaded is None:
         return PlannedRestore(None)
     checkpoint = loaded.checkpoint
+    if mode is None:
+        mode = RestoreMode.CLAIM if pointer is None else RestoreMode.NO_CLAIM
+    claimed = mode is RestoreMode.CLAIM
+    # The job's own store lists only the job's own checkpoints: the latest one is its own.
+    if claimed and pointer is not None:
+        check_claimable(checkpoint, loaded.metadata_uri, storage, session.job_id)
     plan: RestorePlan = plan_restore(checkpoint, graph, allow_non_restored_state)
     session.coordinator.set_counter_above(checkpoint.checkpoint_id)
     session.coordinator.record_restored(
@@ -98,5 +108,33 @@ def plan_run_restore(
         ),
         int(time.time() * 1000),
     )
-    restored = Restored(checkpoint.checkpoint_id, checkpoint.kind, loaded.metadata_uri, plan)
+    restored = Restored(
+        checkpoint.checkpoint_id, checkpoint.kind, loaded.metadata_uri, plan, claimed
+    )
     return PlannedRestore(restored, tuple(loaded.skipped))
+
+
+def check_claimable(
+    checkpoint: CompletedCheckpoint, metadata_uri: str, storage: CheckpointStorage, job_id: str
+) -> None:
+    """Refuse to let job ``job_id`` claim ``checkpoint`` unless it is one of its own.
+
+    Only a checkpoint of the job itself, in the job's own checkpoint directory, can be
+    claimed: a job's collector counts only its own checkpoints' references to its own
+    ``shared/``, so a checkpoint that went on from another job's files (or from this job's
+    in another directory) would lose them to that job's collector. The error names both.
+    """
+    own_directory = storage.job_directory(job_id)
+    if (
+        checkpoint.kind is CheckpointKind.CHECKPOINT
+        and checkpoint.job_id == job_id
+        and parse(metadata_uri).is_under(parse(own_directory))
+    ):
+        return
+    what = "savepoint" if checkpoint.kind is CheckpointKind.SAVEPOINT else "checkpoint"
+    raise InvalidRequestError(
+        f"restore mode claim: {metadata_uri} is a {what} of job {checkpoint.job_id!r}, not "
+        f"one of job {job_id!r} in its own checkpoint directory {own_directory}; job "
+        f"{job_id!r} cannot own its files (they stay job {checkpoint.job_id!r}'s, whose "
+        f"collector may delete them): restore it with restore mode {RestoreMode.NO_CLAIM.value}"
+    )

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.pipeline.builder import Pipeline
-from sparkpoint.pipeline.channel import CheckpointChannel, RunNotice
+from sparkpoint.pipeline.channel import CheckpointChannel, RestoreMode, RunNotice
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.driver_status import DriverStatus
 from sparkpoint.pipeline.embedded import EmbeddedChannel
@@ -119,7 +119,13 @@ def parser() -> argparse.ArgumentParser:
         "(default: 0 for clicks, 97 for sessions)",
     )
     p.add_argument("--interval-ms", type=int, default=1000)
-    p.add_argument("--restore-from")
+    p.add_argument("--restore-from", help="a checkpoint or savepoint directory to start from")
+    p.add_argument(
+        "--restore-mode",
+        choices=[m.value for m in RestoreMode],
+        help="who owns the files of --restore-from (default no-claim: the first checkpoint "
+        "is a full one of this job's own; claim: only this job's own checkpoints)",
+    )
     p.add_argument(
         "--state-backend",
         choices=BACKEND_NAMES,
@@ -213,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         spark,
         make_channel(args),
         restore_from=args.restore_from,
+        restore_mode=args.restore_mode,
         on_epoch=report,
         standby=args.standby,
     )

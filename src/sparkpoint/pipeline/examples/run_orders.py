@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 from sparkpoint.pipeline.builder import Pipeline
+from sparkpoint.pipeline.channel import RestoreMode
 from sparkpoint.pipeline.driver import PipelineDriver
 from sparkpoint.pipeline.driver_status import DriverStatus
 from sparkpoint.pipeline.examples.orders import orders_pipeline
@@ -51,7 +52,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=2000)
     p.add_argument("--prefetch", type=int, default=5000)
     p.add_argument("--interval-ms", type=int, default=1000)
-    p.add_argument("--restore-from")
+    p.add_argument("--restore-from", help="a checkpoint or savepoint directory to start from")
+    p.add_argument(
+        "--restore-mode",
+        choices=[m.value for m in RestoreMode],
+        help="who owns the files of --restore-from (default no-claim: the first checkpoint "
+        "is a full one of this job's own; claim: only this job's own checkpoints)",
+    )
     add_channel_arguments(p)
     return p
 
@@ -100,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         spark,
         make_channel(args),
         restore_from=args.restore_from,
+        restore_mode=args.restore_mode,
         on_epoch=report,
         standby=args.standby,
     )

@@ -61,6 +61,11 @@ class Source(Protocol):
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` is complete (a queue source acknowledges now)."""
 
+    def close(self) -> None:
+        """The job is gone: close every client of the driver side (a client left behind
+        keeps reconnecting to a server that may be gone, and another program may listen
+        on its port by then). Idempotent; a later call reopens what it needs."""
+
 
 class OffsetSource:
     """An offset-based source: ``_offsets`` (split → next offset) is its whole position,
@@ -80,3 +85,6 @@ class OffsetSource:
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Nothing to acknowledge: a replayable source keeps its records."""
+
+    def close(self) -> None:
+        """Nothing to close unless the source holds clients."""

@@ -14,7 +14,13 @@ Topics are named (``topics``) or matched (``pattern``, a regular expression); ev
 ``discovery_interval_s`` the driver looks for new topics and partitions, and starts a new
 partition at its earliest offset (it was created after the job started: all of it is
 new). A record whose value ``deserialize`` cannot decode is produced to the dead-letter
-topic (with its origin in the headers) and counted, never dropped and never blocking.
+topic (with its origin in the headers) and counted, never dropped: the driver creates the
+topic before the first epoch, and a read whose poison records the broker did not all
+acknowledge fails, so its epoch fails and the offsets do not move past them.
+
+Clients live as long as what uses them: an executor's consumer (and dead-letter producer)
+as long as the read of one range, the driver's admin client and group consumer until
+:meth:`KafkaSource.close` (the driver calls it when the job's run ends).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +41,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from sparkpoint.pipeline.sources.base import EpochRange, OffsetSource
 
@@ -63,10 +69,17 @@ def parse_split(split: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
+class DeadLetterError(RuntimeError):
+    """Poison records could not be put in the dead-letter topic (or the topic could not be
+    created): the epoch fails, so the offsets never move past records that went nowhere."""
+
+
 @dataclass(frozen=True, slots=True)
 class KafkaReader:
-    """Executor side: reads one partition's fixed range (picklable; clients are cached
-    per worker process, so an epoch does not pay for a new connection)."""
+    """Executor side: reads one partition's fixed range (picklable). Each read opens its
+    own consumer and closes it when the range is read: a client never outlives the task
+    that uses it (a cached one would keep reconnecting, from a long-lived Python worker,
+    to a broker that is gone, and connect to whatever listens on its port next)."""
 
     bootstrap: str
     source: str
@@ -74,122 +87,162 @@ class KafkaReader:
     dead_letter_topic: str
     client_config: tuple[tuple[str, Any], ...] = ()
     stall_timeout_s: float = 120.0
+    dead_letter_timeout_s: float = 60.0
 
     def read(self, split: EpochRange) -> Iterator[tuple[int, Any]]:
         topic, partition = parse_split(split.split)
-        consumer = _cached_consumer(self.bootstrap, self.client_config)
-        tp = TopicPartition(topic, partition, split.start)
-        consumer.assign([tp])
-        position, dead = split.start, 0
-        last_progress = time.monotonic()
+        consumer = Consumer(self._consumer_config())
+        dead_letters = _DeadLetters(self, split.split)
         try:
-            while position < split.end:
-                messages = consumer.consume(min(10_000, split.end - position), timeout=1.0)
-                for message in messages:
-                    if message.error() is not None:
-                        if message.error().code() == KafkaError._PARTITION_EOF:
-                            continue
-                        raise KafkaException(message.error())
-                    offset = message.offset()
-                    if offset >= split.end:
-                        position = split.end
-                        break
-                    position = offset + 1
-                    try:
-                        record = self.deserialize(message.value())
-                    except Exception as exc:  # any failure to decode makes it a poison record
-                        self._dead_letter(message, exc)
-                        dead += 1
-                        continue
-                    yield offset, record
-                if position < split.end:
-                    # Control records (transaction markers) and aborted records are skipped
-                    # by the client without a message; its position tells how far it got.
-                    (now,) = consumer.position([TopicPartition(topic, partition)])
-                    position = max(position, now.offset)
-                if messages or position >= split.end:
-                    last_progress = time.monotonic()
-                elif time.monotonic() - last_progress > self.stall_timeout_s:
-                    raise TimeoutError(
-                        f"source {self.source}: {split.split} stuck at offset {position}, "
-                        f"range ends at {split.end}"
-                    )
+            yield from self._read(consumer, dead_letters, topic, partition, split)
+            dead_letters.confirm()
         finally:
-            consumer.unassign()
-        if dead:
-            _cached_producer(self.bootstrap, self.client_config).flush(60)
-            from sparkpoint.metrics import SOURCE_DEAD_LETTERED
+            consumer.close()
+            dead_letters.close()
 
-            SOURCE_DEAD_LETTERED.labels(source=self.source, reason=UNDECODABLE).inc(dead)
+    def _read(
+        self,
+        consumer: Consumer,
+        dead_letters: _DeadLetters,
+        topic: str,
+        partition: int,
+        split: EpochRange,
+    ) -> Iterator[tuple[int, Any]]:
+        consumer.assign([TopicPartition(topic, partition, split.start)])
+        position = split.start
+        last_progress = time.monotonic()
+        while position < split.end:
+            messages = consumer.consume(min(10_000, split.end - position), timeout=1.0)
+            for message in messages:
+                if message.error() is not None:
+                    if message.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(message.error())
+                offset = message.offset()
+                if offset >= split.end:
+                    position = split.end
+                    break
+                position = offset + 1
+                try:
+                    record = self.deserialize(message.value())
+                except Exception as exc:  # any failure to decode makes it a poison record
+                    dead_letters.send(message, exc)
+                    continue
+                yield offset, record
+            if position < split.end:
+                # Control records (transaction markers) and aborted records are skipped
+                # by the client without a message; its position tells how far it got.
+                (now,) = consumer.position([TopicPartition(topic, partition)])
+                position = max(position, now.offset)
+            if messages or position >= split.end:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > self.stall_timeout_s:
+                raise TimeoutError(
+                    f"source {self.source}: {split.split} stuck at offset {position}, "
+                    f"range ends at {split.end}"
+                )
 
-    def _dead_letter(self, message: Any, exc: Exception) -> None:
+    def _consumer_config(self) -> dict[str, Any]:
+        return {
+            **dict(self.client_config),
+            "bootstrap.servers": self.bootstrap,
+            "group.id": "sparkpoint-reader",  # never joins, never commits: assign() only
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": False,
+            # A range ends at or below the stable offset: never park a fetch at the
+            # log's end waiting for more (it delays the next range's first fetch).
+            "fetch.wait.max.ms": 10,
+        }
+
+
+class _DeadLetters:
+    """The poison records of one read, produced to the dead-letter topic. The producer is
+    opened at the first of them; :meth:`confirm` returns once the broker acknowledged
+    every one and raises :class:`DeadLetterError` otherwise (the read, and so the epoch,
+    fails; the records are read again when the epoch is)."""
+
+    def __init__(self, reader: KafkaReader, split: str) -> None:
+        self._reader = reader
+        self._split = split
+        self._producer: Producer | None = None
+        self._sent = 0
+        self._failures: list[str] = []
+
+    def send(self, message: Any, exc: Exception) -> None:
+        reader = self._reader
         origin = f"{message.topic()}:{message.partition()}:{message.offset()}"
         log.warning(
-            "source %s: record %s undecodable (%s); dead-lettered", self.source, origin, exc
+            "source %s: record %s undecodable (%s); dead-lettered", reader.source, origin, exc
         )
-        _cached_producer(self.bootstrap, self.client_config).produce(
-            self.dead_letter_topic,
-            value=message.value(),
-            key=message.key(),
-            headers=[(ORIGIN_HEADER, origin.encode()), (REASON_HEADER, str(exc).encode())],
-        )
+        if self._producer is None:
+            self._producer = Producer(
+                {
+                    **dict(reader.client_config),
+                    "bootstrap.servers": reader.bootstrap,
+                    "enable.idempotence": True,
+                    # A record not delivered by then fails the epoch (the default is 5 min).
+                    "message.timeout.ms": int(reader.dead_letter_timeout_s * 1000),
+                }
+            )
+        while True:
+            try:
+                self._producer.produce(
+                    reader.dead_letter_topic,
+                    value=message.value(),
+                    key=message.key(),
+                    headers=[(ORIGIN_HEADER, origin.encode()), (REASON_HEADER, str(exc).encode())],
+                    on_delivery=self._delivered,
+                )
+                break
+            except BufferError:
+                self._producer.poll(0.1)  # the local queue is full: let it drain
+        self._sent += 1
 
+    def _delivered(self, err: KafkaError | None, message: Any) -> None:
+        if err is not None:
+            self._failures.append(err.str())
 
-_CONSUMERS: dict[tuple[str, tuple[tuple[str, Any], ...]], Consumer] = {}
-_PRODUCERS: dict[tuple[str, tuple[tuple[str, Any], ...]], Producer] = {}
+    def confirm(self) -> None:
+        if self._producer is None:
+            return
+        undelivered = self._producer.flush(self._reader.dead_letter_timeout_s + 5)
+        if undelivered or self._failures:
+            lost = undelivered + len(self._failures)
+            why = self._failures[0] if self._failures else "no acknowledgement in time"
+            raise DeadLetterError(
+                f"source {self._reader.source}: {lost} of {self._sent} poison records of "
+                f"{self._split} not delivered to the dead-letter topic "
+                f"{self._reader.dead_letter_topic!r} ({why}); the epoch fails, its offsets stay"
+            )
+        from sparkpoint.metrics import SOURCE_DEAD_LETTERED
 
+        SOURCE_DEAD_LETTERED.labels(source=self._reader.source, reason=UNDECODABLE).inc(self._sent)
 
-def _cached_consumer(bootstrap: str, config: tuple[tuple[str, Any], ...]) -> Consumer:
-    key = (bootstrap, config)
-    if key not in _CONSUMERS:
-        _forget_other_clusters(bootstrap)
-        _CONSUMERS[key] = Consumer(
-            {
-                **dict(config),
-                "bootstrap.servers": bootstrap,
-                "group.id": "sparkpoint-reader",  # never joins, never commits: assign() only
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "isolation.level": "read_committed",
-                "enable.partition.eof": False,
-                # A range ends at or below the stable offset: never park a fetch at the
-                # log's end waiting for more (it delays the next range's first fetch).
-                "fetch.wait.max.ms": 10,
-            }
-        )
-    return _CONSUMERS[key]
-
-
-def _forget_other_clusters(bootstrap: str) -> None:
-    """A worker that now reads another cluster closes the clients of the earlier ones
-    (a test's broker that is gone would otherwise be retried for good)."""
-    for key in [k for k in _CONSUMERS if k[0] != bootstrap]:
-        _CONSUMERS.pop(key).close()
-    for key in [k for k in _PRODUCERS if k[0] != bootstrap]:
-        _PRODUCERS.pop(key).flush(5)
-
-
-def _cached_producer(bootstrap: str, config: tuple[tuple[str, Any], ...]) -> Producer:
-    key = (bootstrap, config)
-    if key not in _PRODUCERS:
-        _PRODUCERS[key] = Producer(
-            {**dict(config), "bootstrap.servers": bootstrap, "enable.idempotence": True}
-        )
-    return _PRODUCERS[key]
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.purge()  # what was not delivered by now fails the read anyway
+            self._producer.close()
+            self._producer = None
 
 
 @dataclass
 class KafkaSource(OffsetSource):
-    """Driver side. ``topics`` or ``pattern`` (one of them); ``start``: ``"earliest"``,
+    """Driver side. ``topics`` (a topic name, or a list of names) or ``pattern`` (a
+    regular expression the whole name matches), one of them; ``start``: ``"earliest"``,
     ``"latest"``, ``"group"`` (the group's committed offsets, else earliest) or a
     timestamp in epoch milliseconds — only for a fresh job, a restore continues from the
     checkpoint. ``group_id`` is where completed offsets are committed (default
     ``sparkpoint-<name>``). ``bounded``: stop at the offsets that were the end when the
     job started (for tests and benchmarks). ``client_config``: extra librdkafka settings.
+    ``dead_letter_topic`` (default ``<name>.dlq``) is created if missing;
+    ``dead_letter_timeout_s``: how long a poison record may take to reach it before its
+    epoch fails.
     """
 
     bootstrap: str
-    topics: Sequence[str] = ()
+    topics: str | Sequence[str] = ()
     pattern: str | None = None
     start: str | int = EARLIEST
     group_id: str | None = None
@@ -201,6 +254,7 @@ class KafkaSource(OffsetSource):
     name: str = "kafka"
     client_config: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 30.0
+    dead_letter_timeout_s: float = 60.0
     _offsets: dict[str, int] = field(default_factory=dict, init=False)
     _bounds: dict[str, int] | None = field(default=None, init=False)
     _snapshots: dict[int, dict[str, int]] = field(default_factory=dict, init=False)
@@ -208,6 +262,9 @@ class KafkaSource(OffsetSource):
     _restored: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
+        self.topics = _topic_names(self.topics)
+        if self.pattern is not None and not isinstance(self.pattern, str):
+            raise TypeError(f"pattern={self.pattern!r}: a regular expression (a str)")
         if bool(self.topics) == bool(self.pattern):
             raise ValueError("a Kafka source needs topics or a pattern (exactly one of them)")
         if not (isinstance(self.start, int) or self.start in (EARLIEST, LATEST, GROUP)):
@@ -219,21 +276,79 @@ class KafkaSource(OffsetSource):
         self._pattern = re.compile(self.pattern) if self.pattern else None
         self.group_id = self.group_id or f"sparkpoint-{self.name}"
         self.dead_letter_topic = self.dead_letter_topic or f"{self.name}.dlq"
-        base = {**self.client_config, "bootstrap.servers": self.bootstrap}
-        self._admin = AdminClient(base)
-        self._consumer = Consumer(
-            {**base, "group.id": self.group_id, "enable.auto.commit": False,
-             "isolation.level": "read_committed"}
-        )  # fmt: skip
+        self._admin_client: AdminClient | None = None
+        self._group_consumer: Consumer | None = None
+        self._dead_letter_ready = False
+
+    # -- clients (opened when first needed, closed by close()) -------------------------
+
+    @property
+    def _admin(self) -> AdminClient:
+        if self._admin_client is None:
+            self._admin_client = AdminClient(
+                {**self.client_config, "bootstrap.servers": self.bootstrap}
+            )
+        return self._admin_client
+
+    @property
+    def _consumer(self) -> Consumer:
+        """The group's consumer: it only commits offsets (never subscribes)."""
+        if self._group_consumer is None:
+            self._group_consumer = Consumer(
+                {**self.client_config, "bootstrap.servers": self.bootstrap,
+                 "group.id": self.group_id, "enable.auto.commit": False,
+                 "isolation.level": "read_committed"}
+            )  # fmt: skip
+        return self._group_consumer
+
+    def close(self) -> None:
+        """Close the driver's clients (the job is gone); a later call reopens them."""
+        consumer, self._group_consumer = self._group_consumer, None
+        if consumer is not None:
+            consumer.close()
+        # An admin client has no close(): dropping the last reference destroys it, and
+        # with it its connections.
+        self._admin_client = None
+
+    def _ensure_dead_letter_topic(self) -> None:
+        """Create the dead-letter topic unless it exists: a broker without topic
+        auto-creation would otherwise reject every poison record."""
+        assert self.dead_letter_topic is not None
+        topic = self.dead_letter_topic
+        future = self._admin.create_topics(
+            [NewTopic(topic, num_partitions=1)], request_timeout=self.timeout_s
+        )[topic]
+        try:
+            future.result()  # bounded by request_timeout
+            log.info("source %s: dead-letter topic %s created", self.name, topic)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                pass
+            elif error.retriable() or error.code() in _TRANSIENT:
+                raise  # plan_epoch tries again at its next call
+            else:
+                raise DeadLetterError(
+                    f"source {self.name}: cannot create the dead-letter topic {topic!r} "
+                    f"({error.str()}); create it beforehand, or allow this client to create it"
+                ) from exc
+        self._dead_letter_ready = True
 
     # -- discovery ---------------------------------------------------------------------
 
     def _matches(self, topic: str) -> bool:
         if self._pattern is not None:
-            return bool(self._pattern.fullmatch(topic)) and not topic.startswith("__")
+            # Never its own dead-letter topic: its poison records would come round again.
+            return (
+                bool(self._pattern.fullmatch(topic))
+                and not topic.startswith("__")
+                and topic != self.dead_letter_topic
+            )
         return topic in self.topics
 
     def _discover(self) -> None:
+        if not self._dead_letter_ready:
+            self._ensure_dead_letter_topic()
         metadata = self._admin.list_topics(timeout=self.timeout_s)
         found = [
             split_name(name, p)
@@ -333,6 +448,7 @@ class KafkaSource(OffsetSource):
             self.deserialize,
             self.dead_letter_topic,
             tuple(sorted(self.client_config.items())),
+            dead_letter_timeout_s=self.dead_letter_timeout_s,
         )
 
     # -- checkpoints -------------------------------------------------------------------
@@ -354,5 +470,28 @@ class KafkaSource(OffsetSource):
         except KafkaException as exc:  # lag tools see it at the next completion instead
             log.warning("source %s: committing offsets to the group failed: %s", self.name, exc)
 
-    def close(self) -> None:
-        self._consumer.close()
+
+def _topic_names(topics: Any) -> tuple[str, ...]:
+    """``topics`` as a tuple of names: one str is one topic (never its characters)."""
+    if isinstance(topics, str):
+        return (topics,) if topics else ()
+    if not isinstance(topics, Iterable) or isinstance(topics, bytes | bytearray | Mapping):
+        raise TypeError(
+            f"topics={topics!r}: a topic name (str) or a list of topic names, "
+            f"not {type(topics).__name__}"
+        )
+    names = tuple(topics)
+    bad = [t for t in names if not isinstance(t, str) or not t]
+    if bad:
+        raise TypeError(f"topics={topics!r}: {bad[0]!r} is not a topic name (a non-empty str)")
+    return names
+
+
+#: Errors of a broker that is starting, moving a controller or timing out.
+_TRANSIENT = {
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NOT_CONTROLLER,
+}

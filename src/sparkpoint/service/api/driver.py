@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from sparkpoint.checkpoint import JobGraph, OperatorSubtaskState, serde
 from sparkpoint.coordinator import Acknowledgement, CheckpointStatus
 from sparkpoint.runs.errors import InvalidRequestError
+from sparkpoint.runs.messages import RestoreMode
 from sparkpoint.service.api.models import (
     AckModel,
     AckReply,
@@ -163,6 +164,7 @@ def plan(job_id: str, body: RestorePlanRequest, request: Request) -> dict[str, A
         run_id=body.run_id,
         pointer=body.pointer,
         allow_non_restored_state=body.allow_non_restored_state,
+        mode=None if body.restore_mode is None else RestoreMode.of(body.restore_mode),
     )
     return planned.to_dict()
 

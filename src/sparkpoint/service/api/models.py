@@ -173,6 +173,13 @@ class RestorePlanRequest(BaseModel):
     graph: GraphModel
     pointer: str | None = None
     allow_non_restored_state: bool = False
+    restore_mode: Literal["claim", "no-claim"] | None = Field(
+        None,
+        description="Who owns the restored checkpoint's files: 'claim' (only a checkpoint "
+        "of the job itself, in its own checkpoint directory) or 'no-claim' (the first "
+        "checkpoint after the restore references none of them). Default: 'claim' for the "
+        "job's latest checkpoint (no pointer), 'no-claim' for a pointer.",
+    )
     run_id: str = Field(
         min_length=1,
         max_length=128,
