@@ -24,7 +24,8 @@ from sparkpoint.checkpoint import (
 )
 from sparkpoint.drills.invariants import (
     OUTPUT_ONCE,
-    RegistrationOutcome,
+    RequestOutcome,
+    check_claim_of_other_job_refused,
     check_output_committed_once,
     check_restored_own_checkpoint,
     check_shared_files_exist,
@@ -145,7 +146,7 @@ def test_a_restore_from_elsewhere_or_nothing_after_it_is_reported(
 
 
 def test_a_timeout_above_the_grace_refused_by_name_holds() -> None:
-    outcome = RegistrationOutcome(400, "execution.checkpointing.timeout 66 s is above the "
+    outcome = RequestOutcome(400, "execution.checkpointing.timeout 66 s is above the "
                                        "orphan grace period (3 s)")  # fmt: skip
     verdict = check_timeout_above_grace_refused(outcome, 66, 3)
     assert verdict.ok, verdict.detail
@@ -154,13 +155,13 @@ def test_a_timeout_above_the_grace_refused_by_name_holds() -> None:
 @pytest.mark.parametrize(
     ("outcome", "words"),
     [
-        (RegistrationOutcome(None), "timeout 66 s above the grace period 3 s: accepted"),
-        (RegistrationOutcome(500, "internal error"), "not a client error naming both"),
-        (RegistrationOutcome(400, "bad timeout"), "not a client error naming both"),
+        (RequestOutcome(None), "timeout 66 s above the grace period 3 s: accepted"),
+        (RequestOutcome(500, "internal error"), "not a client error naming both"),
+        (RequestOutcome(400, "bad timeout"), "not a client error naming both"),
     ],
 )
 def test_a_timeout_above_the_grace_accepted_or_refused_unclearly_is_reported(
-    outcome: RegistrationOutcome, words: str
+    outcome: RequestOutcome, words: str
 ) -> None:
     verdict = check_timeout_above_grace_refused(outcome, 66, 3)
     assert not verdict.ok
@@ -188,3 +189,25 @@ def test_a_driver_that_gave_up_is_named_in_the_verdict() -> None:
     )
     assert not verdict.ok
     assert "(its driver exited: StateFileError: missing)" in verdict.detail
+
+
+def test_a_claim_of_another_jobs_checkpoint_refused_naming_both_holds() -> None:
+    outcome = RequestOutcome(422, "drill-claim-probe cannot claim checkpoint 12 of job clicks: "
+                                  "restore it with no-claim")  # fmt: skip
+    assert check_claim_of_other_job_refused(outcome, "drill-claim-probe", "clicks").ok
+
+
+@pytest.mark.parametrize(
+    ("outcome", "words"),
+    [
+        (RequestOutcome(None), "drill-claim-probe claiming a checkpoint of clicks: accepted"),
+        (RequestOutcome(422, "invalid restore mode"), "not a client error naming both jobs"),
+        (RequestOutcome(503, "drill-claim-probe, clicks: no leader"), "not a client error"),
+    ],
+)
+def test_a_claim_of_another_jobs_checkpoint_accepted_is_reported(
+    outcome: RequestOutcome, words: str
+) -> None:
+    verdict = check_claim_of_other_job_refused(outcome, "drill-claim-probe", "clicks")
+    assert not verdict.ok
+    assert words in verdict.detail

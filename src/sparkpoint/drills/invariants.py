@@ -276,6 +276,7 @@ OUTPUT_ONCE = "no_output_committed_twice"
 SHARED_FILES_EXIST = "referenced_shared_files_exist"
 RESTORES_OWN_CHECKPOINT = "second_job_restores_its_own_checkpoint"
 TIMEOUT_ABOVE_GRACE_REFUSED = "checkpoint_timeout_above_grace_refused"
+CLAIM_OF_OTHER_JOB_REFUSED = "claim_of_another_jobs_checkpoint_refused"
 
 
 def check_output_committed_once(lines: Sequence[str]) -> Invariant:
@@ -321,16 +322,16 @@ def check_restored_own_checkpoint(
 
 
 @dataclass(frozen=True, slots=True)
-class RegistrationOutcome:
-    """What the leader answered to a registration: accepted (``status`` None) or refused
-    with an HTTP status and message."""
+class RequestOutcome:
+    """What the leader answered to a request: accepted (``status`` None) or refused with
+    an HTTP status and message."""
 
     status: int | None
     message: str = ""
 
 
 def check_timeout_above_grace_refused(
-    outcome: RegistrationOutcome, timeout_s: float, grace_s: float
+    outcome: RequestOutcome, timeout_s: float, grace_s: float
 ) -> Invariant:
     """A job whose checkpoint timeout exceeds the orphan grace period is refused at
     registration, with a client error naming the timeout and the grace period: a
@@ -344,3 +345,16 @@ def check_timeout_above_grace_refused(
     return Invariant(TIMEOUT_ABOVE_GRACE_REFUSED, clear,
                      f"{asked}: {outcome.status} {outcome.message[:200]}"
                      + ("" if clear else " (not a client error naming both)"))  # fmt: skip
+
+
+def check_claim_of_other_job_refused(outcome: RequestOutcome, job_id: str, owner: str) -> Invariant:
+    """A restore that would claim another job's checkpoint (own its files, and so let
+    this job's collector delete what the owner still references) is refused with a
+    client error naming both jobs."""
+    asked = f"{job_id} claiming a checkpoint of {owner}"
+    if outcome.status is None:
+        return Invariant(CLAIM_OF_OTHER_JOB_REFUSED, False, f"{asked}: accepted")
+    clear = 400 <= outcome.status < 500 and job_id in outcome.message and owner in outcome.message
+    return Invariant(CLAIM_OF_OTHER_JOB_REFUSED, clear,
+                     f"{asked}: {outcome.status} {outcome.message[:200]}"
+                     + ("" if clear else " (not a client error naming both jobs)"))  # fmt: skip

@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partitions", type=int, default=2)
     p.add_argument("--published", help="feed: the count file it appends to; read: the count")
     p.add_argument("--batch", type=int, default=40)
-    p.add_argument("--pause-s", type=float, default=0.2)
+    # 40 records a second: well below what the job reads on a loaded 2-core machine, so
+    # that the backlog a fault leaves is caught up with.
+    p.add_argument("--pause-s", type=float, default=1.0)
     args = p.parse_args(argv)
     from sparkpoint.pipeline.examples import kafka_orders
     from sparkpoint.pipeline.examples.orders import check_rows, message

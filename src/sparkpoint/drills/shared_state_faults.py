@@ -12,7 +12,9 @@
   must be there; the second job, started again, must restore from its own retained
   checkpoint. It is then left registered without a driver, so its checkpoints keep
   referencing what they reference for the rest of the drill (the end-of-run check of
-  shared files covers every job).
+  shared files covers every job). Before the second job starts, a probe job asks for a
+  restore plan *claiming* that checkpoint: it must be refused, naming both jobs (only
+  ``no-claim`` — the second job's mode — may use another job's checkpoint).
 - ``slow-ack``: the driver is frozen (SIGSTOP of its process group: the Python driver,
   its JVM and its Python workers) once a checkpoint is in flight and, with RocksDB, the
   first of its new shared files is written — one subtask's upload done, the others'
@@ -27,6 +29,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -37,9 +40,11 @@ from sparkpoint.checkpoint import JobGraph, OperatorSpec
 from sparkpoint.client import ClientError, CoordinatorClient
 from sparkpoint.drills.cluster import DrillError, LocalCluster
 from sparkpoint.drills.invariants import (
+    CLAIM_OF_OTHER_JOB_REFUSED,
     SHARED_FILES_EXIST,
     Invariant,
-    RegistrationOutcome,
+    RequestOutcome,
+    check_claim_of_other_job_refused,
     check_restored_own_checkpoint,
     check_shared_files_exist,
     check_timeout_above_grace_refused,
@@ -64,17 +69,21 @@ from sparkpoint.metadata import MetadataError
 from sparkpoint.storage import StorageError, filesystem_for
 from sparkpoint.storage.shared_files import list_shared_files, shared_directory
 from sparkpoint.storage.uri import parse
+from sparkpoint.store import ZooKeeperJobRegistry
 
 SECOND_JOB = "second-job-from-checkpoint"
 SLOW_ACK = "slow-ack"
 SHARED_STATE_FAULTS = (SECOND_JOB, SLOW_ACK)
 #: Arguments of the second job's first start besides ``--restore-from``: how it may use
-#: the files of the checkpoint it starts from. Empty: the driver's default. When
-#: ``run_clicks`` takes a restore mode, name it here (e.g. ``("--restore-mode", "claim")``)
-#: — or draw the fault once per mode.
-SECOND_JOB_RESTORE_ARGS: tuple[str, ...] = ()
+#: the files of the checkpoint it starts from — ``no-claim``, the only mode allowed for
+#: another job's checkpoint (``claim`` is probed over REST, see
+#: :func:`claim_of_other_job_refused`).
+SECOND_JOB_RESTORE_ARGS: tuple[str, ...] = ("--restore-mode", "no-claim")
 #: The probe job registered (and cancelled) to see a timeout above the grace refused.
 TIMEOUT_PROBE_JOB = "drill-timeout-probe"
+#: The probe job registered (and cancelled) to see a claim of another job's checkpoint
+#: refused.
+CLAIM_PROBE_JOB = "drill-claim-probe"
 
 
 def shared_files_exist(target: LocalCluster, grace_s: float) -> Invariant:
@@ -114,10 +123,11 @@ def second_job_from_checkpoint(
         pipeline.restart(DRIVER_START_S)
         return IterationResult(n, f"{SECOND_JOB} (not injected: nothing retained)")
     source_dir = str(parse(latest.metadata_uri).parent)
+    claim_refused = claim_of_other_job_refused(target, pipeline.job_id, source_dir)
     second = replace(pipeline, directory=target.directory / f"second-{n}", proc=None,
                      standby_proc=None, job_id=f"{pipeline.job_id}-second-{n}")  # fmt: skip
     target.other_drivers.append(second)
-    invariants: list[Invariant] = []
+    invariants: list[Invariant] = [claim_refused]
     started = second.restart(DRIVER_START_S, "--restore-from", source_dir,
                              *SECOND_JOB_RESTORE_ARGS)  # fmt: skip
     # The drill job goes on, from the same checkpoint, at another parallelism (its
@@ -165,6 +175,28 @@ def second_job_from_checkpoint(
     )  # fmt: skip
 
 
+def claim_of_other_job_refused(target: LocalCluster, owner: str, checkpoint_dir: str) -> Invariant:
+    """Ask the leader for a restore plan claiming ``owner``'s checkpoint for a probe job
+    of the same graph; the probe is cancelled again whatever the answer."""
+    record = ZooKeeperJobRegistry(target.conn, None).get(owner)
+    if record is None:
+        return Invariant(CLAIM_OF_OTHER_JOB_REFUSED, False, f"job {owner} is not registered")
+    graph = JobGraph(CLAIM_PROBE_JOB, record.graph.operators)
+    with CoordinatorClient(target.addresses(), timeout_s=10.0, retry_for_s=60.0) as client:
+        try:
+            client.register_job(graph, {"interval_ms": 3_600_000})
+            try:
+                client.restore_plan(CLAIM_PROBE_JOB, graph, pointer=checkpoint_dir,
+                                    restore_mode="claim")  # fmt: skip
+                outcome = RequestOutcome(None)
+            except ClientError as exc:
+                outcome = RequestOutcome(exc.status, exc.message)
+        finally:
+            with contextlib.suppress(ClientError):
+                client.cancel_job(CLAIM_PROBE_JOB)
+    return check_claim_of_other_job_refused(outcome, CLAIM_PROBE_JOB, owner)
+
+
 def _restart_second(target: LocalCluster, second: ClicksPipeline, deadline_s: float) -> Invariant:
     """Start the second job's driver again: from its own retained checkpoint."""
     retained = max((p.checkpoint_id for p in retained_pointers(target.conn, second.job_id)),
@@ -192,9 +224,9 @@ def timeout_above_grace_refused(target: LocalCluster, grace_s: float) -> Invaria
     with CoordinatorClient(target.addresses(), timeout_s=10.0, retry_for_s=60.0) as client:
         try:
             client.register_job(graph, config)
-            outcome = RegistrationOutcome(None)
+            outcome = RequestOutcome(None)
         except ClientError as exc:
-            outcome = RegistrationOutcome(exc.status, exc.message)
+            outcome = RequestOutcome(exc.status, exc.message)
         if outcome.status is None:
             client.cancel_job(TIMEOUT_PROBE_JOB)  # nothing of the probe stays behind
     return check_timeout_above_grace_refused(outcome, timeout_s, grace_s)
