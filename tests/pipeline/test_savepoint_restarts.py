@@ -109,3 +109,31 @@ def test_a_driver_dead_after_its_stop_with_savepoint_restarts_from_that_savepoin
     )
     run_to_the_end(second)
     assert support.committed(second.pipeline) == support.expected()
+
+
+def test_a_job_started_from_an_intermediate_savepoint_commits_its_output(
+    spark: Any, tmp_path: Path
+) -> None:
+    first = new_process(spark, tmp_path)
+    first.start()
+    first.run(max_epochs=2)
+    first.finish()
+    at_checkpoint = len(support.committed(first.pipeline))
+    first.run(max_epochs=2)
+    savepoint_without_stop(first)
+    assert len(support.committed(first.pipeline)) == at_checkpoint
+    savepoint_dir = first.status.savepoints[max(first.status.savepoints)]
+    die(first)
+
+    second = PipelineDriver(
+        support.pipeline(JOB, tmp_path / "out", parallelism=3),
+        spark,
+        EmbeddedChannel(str(tmp_path / "ckpt-2"), interval_ms=support.MANUAL),
+        restore_from=savepoint_dir,
+    )
+    restored = second.start()
+    assert restored is not None and restored.kind is CheckpointKind.SAVEPOINT
+    # The savepoint's pending files are committed by the restore, before any epoch runs.
+    assert len(support.committed(second.pipeline)) > at_checkpoint
+    run_to_the_end(second)
+    assert support.committed(second.pipeline) == support.expected()
