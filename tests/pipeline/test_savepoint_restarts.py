@@ -6,6 +6,7 @@ savepoint used."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ import pytest
 
 from sparkpoint.checkpoint import CheckpointKind
 from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
+from sparkpoint.pipeline.examples.sessions import expected_sessions, sessions_pipeline
 from tests.support.waiting import wait_until
 
 from . import support
+from .test_windows import PER_EPOCH, SPLITS, clicks, lines
 
 pytestmark = pytest.mark.slow
 
@@ -137,3 +140,39 @@ def test_a_job_started_from_an_intermediate_savepoint_commits_its_output(
     assert len(support.committed(second.pipeline)) > at_checkpoint
     run_to_the_end(second)
     assert support.committed(second.pipeline) == support.expected()
+
+
+def test_side_outputs_sinks_commit_a_savepoints_output_once_after_a_restart(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The routed sink: the sessions job's main sink and its late-clicks side sink."""
+    out, late = tmp_path / "out", tmp_path / "late"
+
+    def process() -> PipelineDriver:
+        channel = EmbeddedChannel(
+            str(tmp_path / "ckpt"), savepoint_dir=str(tmp_path / "sp"), interval_ms=support.MANUAL
+        )
+        p = sessions_pipeline("sp-sessions", clicks(), str(out), str(late), parallelism=2)
+        return PipelineDriver(p, spark, channel)
+
+    first = process()
+    first.start()
+    first.run(max_epochs=2)
+    first.finish()
+    first.run(max_epochs=2)
+    savepoint_without_stop(first)
+    die(first)
+
+    second = process()
+    second.start()
+    run_to_the_end(second)
+    sessions, too_late = expected_sessions(clicks().all_records(), PER_EPOCH // SPLITS)
+    got = sorted(json.dumps(o, sort_keys=True) for o in lines(out))
+    assert got == sorted(
+        json.dumps({"key": u, "start": s, "end": e, "value": v}, sort_keys=True)
+        for (u, s, e), v in sessions.items()
+    )
+    assert too_late
+    assert sorted(json.dumps(x, sort_keys=True) for x in lines(late)) == sorted(
+        json.dumps(x, sort_keys=True) for x in too_late
+    )
