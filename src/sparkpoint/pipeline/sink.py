@@ -37,7 +37,9 @@ class Sink(Protocol):
     ``writer(process_tag, epoch)`` is shipped to the executors, its ``write(partition, outputs)``
     results come back to ``epoch_written``. Phase two: ``pre_commit`` at a snapshot,
     ``snapshot`` for the checkpoint's operator state, ``commit_up_to`` on completion,
-    ``restore`` with the restored checkpoint's elements (none on a fresh start)."""
+    ``restore`` with the restored checkpoint's elements (none on a fresh start); ``close``
+    when the job goes away (the driver's ``close``): it releases every client the sink
+    opened, and a sink used again opens them again."""
 
     def bind(self, job_id: str, operator_uid: str) -> None: ...
 
@@ -52,6 +54,8 @@ class Sink(Protocol):
     def commit_up_to(self, checkpoint_id: int) -> int: ...
 
     def restore(self, elements: Iterable[bytes]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class SinkCommitError(RuntimeError):
@@ -171,6 +175,9 @@ class TransactionalFileSink:
             if _IN_PROGRESS_NAME.match(entry.name) and entry.name not in keep:
                 self._fs.delete(entry.path)
         self._open, self._pending = [], {}
+
+    def close(self) -> None:
+        """No client to release: files are written and renamed through the storage."""
 
     def committed_lines(self) -> list[str]:
         """Every line of every committed file (for checks and the demo)."""

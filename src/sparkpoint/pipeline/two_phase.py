@@ -84,6 +84,9 @@ class TwoPhaseCommitSink(ABC, Generic[T, P]):
     def abort(self, transaction: T) -> None:
         """Drop an open transaction (nothing was sent before pre-commit)."""
 
+    def close(self) -> None:
+        """Release the connector's clients (a connector that keeps one overrides this)."""
+
     # -- the driver's protocol ---------------------------------------------------------
 
     def bind(self, job_id: str, operator_uid: str) -> None:
