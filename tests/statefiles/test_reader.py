@@ -42,10 +42,18 @@ def test_a_written_key_group_reads_back_whole() -> None:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda data: data[:-1], "checksum mismatch"),
-        (lambda data: data[: GROUP_HEADER.size - 1], "shorter than a group header"),
-        (lambda data: b"XXXX" + data[4:], "no key-group header at its offset"),
-        (lambda data: data[:-1] + bytes([data[-1] ^ 1]), "checksum mismatch"),
+        pytest.param(lambda data: data[:-1], "checksum mismatch", id="body-cut-short"),
+        pytest.param(
+            lambda data: data[: GROUP_HEADER.size - 1],
+            "shorter than a group header",
+            id="header-cut-short",
+        ),
+        pytest.param(
+            lambda data: b"XXXX" + data[4:], "no key-group header at its offset", id="no-magic"
+        ),
+        pytest.param(
+            lambda data: data[:-1] + bytes([data[-1] ^ 1]), "checksum mismatch", id="bit-flipped"
+        ),
     ],
 )
 def test_damaged_bytes_are_refused_naming_the_defect(damage, message: str) -> None:
