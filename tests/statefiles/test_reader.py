@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import pytest
 
@@ -56,7 +57,9 @@ def test_a_written_key_group_reads_back_whole() -> None:
         ),
     ],
 )
-def test_damaged_bytes_are_refused_naming_the_defect(damage, message: str) -> None:
+def test_damaged_bytes_are_refused_naming_the_defect(
+    damage: Callable[[bytes], bytes], message: str
+) -> None:
     data, group = one_group(["a"])
     with pytest.raises(StateFormatError, match=message):
         list(parse_key_group(damage(data), group))
