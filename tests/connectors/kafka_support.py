@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkpoint.devcluster.kafka import LocalKafka
-from sparkpoint.pipeline.driver import PipelineDriver
-from sparkpoint.pipeline.embedded import EmbeddedChannel
-from sparkpoint.pipeline.examples import kafka_orders
-from sparkpoint.pipeline.examples.orders import Verification
-from sparkpoint.pipeline.kafka_sink import KafkaSink
+from sparkpoint.examples import kafka_orders
+from sparkpoint.examples.orders import Verification
+from sparkpoint.pipeline.channels.embedded import EmbeddedChannel
+from sparkpoint.pipeline.runtime.driver import PipelineDriver
+from sparkpoint.pipeline.sinks.kafka import KafkaSink
 from sparkpoint.pipeline.sources.kafka import KafkaSource
 from tests.connectors.support import run_until
 

@@ -40,7 +40,7 @@ def _run_orders(work: Path, *args: str) -> DriverProcess:
     n = len(list(work.glob("driver-*.log")))
     progress, log = work / f"progress-{n}.jsonl", work / f"driver-{n}.log"
     command = [
-        sys.executable, "-m", "sparkpoint.pipeline.examples.run_orders",
+        sys.executable, "-m", "sparkpoint.examples.run_orders",
         "--checkpoint-dir", str(work / "ckpt"), "--parallelism", "2", "--interval-ms", "300",
         "--progress", str(progress), *args,
     ]  # fmt: skip

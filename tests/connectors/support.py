@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
-from sparkpoint.pipeline.driver import PipelineDriver
-from sparkpoint.pipeline.embedded import EmbeddedChannel
-from sparkpoint.pipeline.examples.orders import (
+from sparkpoint.examples.orders import (
     TABLE,
     Verification,
     message,
@@ -20,6 +18,8 @@ from sparkpoint.pipeline.examples.orders import (
     publish,
     verify,
 )
+from sparkpoint.pipeline.channels.embedded import EmbeddedChannel
+from sparkpoint.pipeline.runtime.driver import PipelineDriver
 from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
 from tests.support.waiting import wait_until
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from sparkpoint.devcluster.system_servers import PostgresServer, RabbitMQServer
-from sparkpoint.pipeline.driver import PipelineDriver
-from sparkpoint.pipeline.embedded import EmbeddedChannel
-from sparkpoint.pipeline.examples.orders import orders_pipeline
+from sparkpoint.examples.orders import orders_pipeline
+from sparkpoint.pipeline.channels.embedded import EmbeddedChannel
+from sparkpoint.pipeline.runtime.driver import PipelineDriver
 
 from . import support
 

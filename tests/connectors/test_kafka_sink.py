@@ -9,8 +9,8 @@ import pickle
 import pytest
 
 from sparkpoint.devcluster.kafka import LocalKafka
-from sparkpoint.pipeline.kafka_sink import KafkaSink, KafkaSinkError, StagedChunk
-from sparkpoint.pipeline.two_phase import EpochOutput
+from sparkpoint.pipeline.sinks.base import EpochOutput
+from sparkpoint.pipeline.sinks.kafka import KafkaSink, KafkaSinkError, StagedChunk
 
 from . import kafka_support as ks
 

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from sparkpoint.devcluster.kafka import LocalKafka
-from sparkpoint.pipeline.kafka_sink import KafkaSink, KafkaSinkError
+from sparkpoint.pipeline.sinks.kafka import KafkaSink, KafkaSinkError
 from sparkpoint.pipeline.sources.kafka import ORIGIN_HEADER, KafkaSource
 from tests.support.waiting import wait_until
 

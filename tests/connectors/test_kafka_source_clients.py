@@ -18,11 +18,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from sparkpoint.devcluster.kafka import LocalKafka
-from sparkpoint.pipeline.builder import Pipeline
-from sparkpoint.pipeline.driver import PipelineDriver
-from sparkpoint.pipeline.embedded import EmbeddedChannel
-from sparkpoint.pipeline.examples.orders import CountPerKey, key_of
-from sparkpoint.pipeline.sink import TransactionalFileSink
+from sparkpoint.examples.orders import CountPerKey, key_of
+from sparkpoint.pipeline.api.builder import Pipeline
+from sparkpoint.pipeline.channels.embedded import EmbeddedChannel
+from sparkpoint.pipeline.runtime.driver import PipelineDriver
+from sparkpoint.pipeline.sinks.files import TransactionalFileSink
 from sparkpoint.pipeline.sources.kafka import ORIGIN_HEADER, KafkaSource
 from tests.support.leftover_clients import StoppedServer, connected_to
 from tests.support.waiting import wait_until

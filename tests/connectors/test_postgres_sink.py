@@ -10,8 +10,8 @@ import uuid
 import psycopg
 
 from sparkpoint.devcluster.system_servers import PostgresServer
-from sparkpoint.pipeline.postgres import PostgresSink
-from sparkpoint.pipeline.two_phase import EpochOutput
+from sparkpoint.pipeline.sinks.base import EpochOutput
+from sparkpoint.pipeline.sinks.postgres import PostgresSink
 
 from . import support
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sparkpoint.devcluster.system_servers import RabbitMQServer
-from sparkpoint.pipeline.builder import Pipeline
-from sparkpoint.pipeline.driver import PipelineDriver
-from sparkpoint.pipeline.embedded import EmbeddedChannel
-from sparkpoint.pipeline.examples.orders import CountPerKey, key_of
-from sparkpoint.pipeline.sink import TransactionalFileSink
+from sparkpoint.examples.orders import CountPerKey, key_of
+from sparkpoint.pipeline.api.builder import Pipeline
+from sparkpoint.pipeline.channels.embedded import EmbeddedChannel
+from sparkpoint.pipeline.runtime.driver import PipelineDriver
+from sparkpoint.pipeline.sinks.files import TransactionalFileSink
 from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
 from tests.support.leftover_clients import StoppedServer, connected_to
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparkpoint.pipeline.examples.orders import check_rows
+from sparkpoint.examples.orders import check_rows
 
 
 def test_a_clean_history_passes() -> None:

@@ -20,8 +20,8 @@ from rich.console import Console
 from sparkpoint.cli.demo import _view
 from sparkpoint.demo.run import Demo, DemoOptions
 from sparkpoint.drills.replicas import LocalReplica, ReplicaSettings
-from sparkpoint.pipeline.examples import run_clicks
-from sparkpoint.pipeline.examples.clicks import expected_state
+from sparkpoint.examples import run_clicks
+from sparkpoint.examples.clicks import expected_state
 from tests.pipeline import support
 
 

@@ -17,10 +17,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.examples.clicks import ClickTotals, clicks_pipeline
 from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
-from sparkpoint.pipeline.examples.clicks import ClickTotals, clicks_pipeline
-from sparkpoint.pipeline.functions import Context, RuntimeContext
-from sparkpoint.pipeline.session import spark_session
+from sparkpoint.pipeline.api.functions import Context, RuntimeContext
+from sparkpoint.pipeline.runtime.spark_session import spark_session
 from sparkpoint.pipeline.sources.generator import ClickEventSource
 
 MID_EPOCH, AFTER_EPOCH = 3, 4

@@ -17,14 +17,14 @@ import pytest
 from sparkpoint.checkpoint import CheckpointKind, JobGraph, OperatorSpec
 from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline import EmbeddedChannel
-from sparkpoint.pipeline.channel import (
+from sparkpoint.pipeline.channels.protocol import (
     CheckpointChannel,
     CheckpointCompleted,
     RunNotice,
     RunSuperseded,
     TriggerCheckpoint,
 )
-from sparkpoint.pipeline.remote import RemoteChannel
+from sparkpoint.pipeline.channels.remote import RemoteChannel
 from tests.coordinator.support import keyed_state
 from tests.service.support import start_in_process
 from tests.support.waiting import wait_until

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkpoint.pipeline.event_time import (
+from sparkpoint.pipeline.api.event_time import (
     MAX_WATERMARK,
     MIN_WATERMARK,
     WatermarkStrategy,

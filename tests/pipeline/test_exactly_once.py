@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from sparkpoint.examples.clicks import clicks_pipeline, expected_output
 from sparkpoint.pipeline import EmbeddedChannel, FileSource, PipelineDriver
-from sparkpoint.pipeline.examples.clicks import clicks_pipeline, expected_output
-from sparkpoint.pipeline.sink import IN_PROGRESS_DIR
+from sparkpoint.pipeline.sinks.files import IN_PROGRESS_DIR
 
 from . import support
 

@@ -25,7 +25,7 @@ from sparkpoint.config import load_config
 from sparkpoint.devcluster.hdfs import Daemon, LocalHdfs
 from sparkpoint.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline import PipelineDriver
-from sparkpoint.pipeline.remote import RemoteChannel
+from sparkpoint.pipeline.channels.remote import RemoteChannel
 from sparkpoint.service import Service, start_service
 from sparkpoint.storage import CheckpointStorage, filesystem_for
 from tests.support.hdfs import own_cluster

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from sparkpoint.pipeline import ClickEventSource, Pipeline
-from sparkpoint.pipeline.examples.dedupe_totals import (
+from sparkpoint.examples.dedupe_totals import (
     FirstCopy,
     UserTotals,
     dedupe_totals_pipeline,
     expected_output,
 )
-from sparkpoint.pipeline.state_entries import read_state_entries
+from sparkpoint.pipeline import ClickEventSource, Pipeline
+from sparkpoint.pipeline.state_processor.entries import read_state_entries
 from sparkpoint.storage import CheckpointStorage
 
 from . import support
@@ -29,7 +29,7 @@ def clicks() -> ClickEventSource:
 
 
 def committed(out: Path) -> list[str]:
-    from sparkpoint.pipeline.sink import TransactionalFileSink
+    from sparkpoint.pipeline.sinks.files import TransactionalFileSink
 
     return sorted(TransactionalFileSink(str(out)).committed_lines())
 

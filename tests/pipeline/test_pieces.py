@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparkpoint.checkpoint import DistributionMode
+from sparkpoint.examples.clicks import ClickTotals
 from sparkpoint.pipeline import (
     ClickEventSource,
     EpochRange,
@@ -24,11 +25,10 @@ from sparkpoint.pipeline import (
     TransactionalFileSink,
     ValueStateDescriptor,
 )
-from sparkpoint.pipeline.examples.clicks import ClickTotals
-from sparkpoint.pipeline.functions import InitializationContext, RuntimeContext
-from sparkpoint.pipeline.keyed_state import KeyedStateBackend
-from sparkpoint.pipeline.operator_state import OperatorStateStore
-from sparkpoint.pipeline.sink import IN_PROGRESS_DIR, SinkCommitError
+from sparkpoint.pipeline.api.functions import InitializationContext, RuntimeContext
+from sparkpoint.pipeline.api.keyed_state import KeyedStateBackend
+from sparkpoint.pipeline.api.operator_state import OperatorStateStore
+from sparkpoint.pipeline.sinks.files import IN_PROGRESS_DIR, SinkCommitError
 from sparkpoint.statefiles import key_group_for_key, subtask_for_key_group
 
 
@@ -205,11 +205,10 @@ def test_job_graph_has_three_acknowledging_operators_and_checks_the_pipeline(
 
 
 def test_executors_load_no_coordinator_http_or_zookeeper_code() -> None:
-    """Every Python worker imports the task module: keep it light."""
+    """Every Python worker imports the task modules: keep them light."""
     heavy = ("kazoo", "httpx", "sparkpoint.coordinator", "sparkpoint.client", "pyspark")
-    code = (
-        f"import sys, sparkpoint.pipeline.tasks; print([m for m in {heavy!r} if m in sys.modules])"
-    )
+    tasks = "sparkpoint.pipeline.runtime.tasks, sparkpoint.pipeline.state.memory.tasks"
+    code = f"import sys, {tasks}; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout

@@ -17,11 +17,11 @@ import pytest
 from sparkpoint.checkpoint import CompletedCheckpoint, IncrementalKeyedStateHandle
 from sparkpoint.client import ClientError
 from sparkpoint.devcluster.zookeeper import LocalZooKeeper
+from sparkpoint.examples.clicks import expected_state
 from sparkpoint.pipeline import EmbeddedChannel, Pipeline, PipelineDriver
-from sparkpoint.pipeline.channel import CheckpointChannel
-from sparkpoint.pipeline.examples.clicks import expected_state
-from sparkpoint.pipeline.remote import RemoteChannel
-from sparkpoint.pipeline.tasks import keyed_entries
+from sparkpoint.pipeline.channels.protocol import CheckpointChannel
+from sparkpoint.pipeline.channels.remote import RemoteChannel
+from sparkpoint.pipeline.state.snapshots import keyed_entries
 from sparkpoint.recovery import plan_restore
 from sparkpoint.runs.errors import InvalidRequestError
 from sparkpoint.service import Service

@@ -12,11 +12,16 @@ from typing import Any
 
 import pytest
 
+from sparkpoint.examples.clicks import expected_output
 from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
-from sparkpoint.pipeline.examples.clicks import expected_output
-from sparkpoint.pipeline.rocks_store import StoreMismatch, StoreToken, SubtaskStore, state_key
-from sparkpoint.pipeline.sink import TransactionalFileSink
-from sparkpoint.pipeline.state_backend import StateBackend, StoreSettings, state_backend
+from sparkpoint.pipeline.sinks.files import TransactionalFileSink
+from sparkpoint.pipeline.state.backend import StateBackend, StoreSettings, state_backend
+from sparkpoint.pipeline.state.rocksdb.store import (
+    StoreMismatch,
+    StoreToken,
+    SubtaskStore,
+    state_key,
+)
 
 from . import rocks_faults, support
 
@@ -192,7 +197,7 @@ def test_checkpoints_of_the_on_disk_backend_are_incremental(spark: Any, tmp_path
 
 def test_a_snapshot_uploads_only_files_its_base_lacks(tmp_path: Path) -> None:
     from sparkpoint.checkpoint import KeyGroupRange
-    from sparkpoint.pipeline.store_files import entries_of, restore_whole, snapshot_store
+    from sparkpoint.pipeline.state.rocksdb.files import entries_of, restore_whole, snapshot_store
     from sparkpoint.storage import CheckpointLocation
     from sparkpoint.storage.local import LocalFileSystem
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from sparkpoint.examples import country_totals
+from sparkpoint.examples.clicks import ClickTotals, expected_output, user_of
 from sparkpoint.pipeline import (
     Context,
     EmbeddedChannel,
@@ -22,11 +24,9 @@ from sparkpoint.pipeline import (
     TransactionalFileSink,
     ValueStateDescriptor,
 )
-from sparkpoint.pipeline.examples import country_totals
-from sparkpoint.pipeline.examples.clicks import ClickTotals, expected_output, user_of
-from sparkpoint.pipeline.sink import to_json_line
-from sparkpoint.pipeline.stage_plan import ORDER_COLUMN, ToRow, schema_of
-from sparkpoint.pipeline.stages import DataFrameStage, run_record_stages
+from sparkpoint.pipeline.api.stages import DataFrameStage, run_record_stages
+from sparkpoint.pipeline.runtime.stage_plan import ORDER_COLUMN, ToRow, schema_of
+from sparkpoint.pipeline.sinks.files import to_json_line
 
 from . import support
 

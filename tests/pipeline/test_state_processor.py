@@ -15,14 +15,14 @@ import pytest
 from click.testing import CliRunner
 
 from sparkpoint.cli.main import main
+from sparkpoint.examples.clicks import expected_state, user_of
 from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
-from sparkpoint.pipeline.examples.clicks import expected_state, user_of
-from sparkpoint.pipeline.state_entries import (
+from sparkpoint.pipeline.state_processor.entries import (
     UnknownOperatorError,
     read_state_entries,
     write_savepoint_entries,
 )
-from sparkpoint.pipeline.state_processor import read_keyed_state, write_savepoint
+from sparkpoint.pipeline.state_processor.savepoints import read_keyed_state, write_savepoint
 from sparkpoint.recovery import CheckpointLoadError
 from sparkpoint.storage import CheckpointStorage
 from tests.support.waiting import wait_until

@@ -12,25 +12,25 @@ from typing import Any
 
 import pytest
 
+from sparkpoint.examples.clicks import user_of
 from sparkpoint.pipeline import ClickEventSource, EmbeddedChannel, Pipeline, PipelineDriver
-from sparkpoint.pipeline.examples.clicks import user_of
-from sparkpoint.pipeline.functions import Context, KeyedProcessFunction, RuntimeContext
-from sparkpoint.pipeline.keyed_state import (
+from sparkpoint.pipeline.api.functions import Context, KeyedProcessFunction, RuntimeContext
+from sparkpoint.pipeline.api.keyed_state import (
     KeyedStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
     ValueStateDescriptor,
 )
-from sparkpoint.pipeline.sink import TransactionalFileSink
-from sparkpoint.pipeline.state_backend import StateBackend
-from sparkpoint.pipeline.state_entries import read_state_entries, write_savepoint_entries
-from sparkpoint.pipeline.state_ttl import (
+from sparkpoint.pipeline.api.ttl import (
     StateTtlConfig,
     TtlValue,
     drop_expired,
     live_store_entries,
     now_ms,
 )
+from sparkpoint.pipeline.sinks.files import TransactionalFileSink
+from sparkpoint.pipeline.state.backend import StateBackend
+from sparkpoint.pipeline.state_processor.entries import read_state_entries, write_savepoint_entries
 
 DAY = 86_400_000
 T0 = 1_000_000

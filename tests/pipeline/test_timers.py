@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from sparkpoint.examples.alerts import alerts_pipeline
+from sparkpoint.examples.sessions import epoch_watermarks
 from sparkpoint.pipeline import (
     ClickEventSource,
     Context,
@@ -27,12 +29,10 @@ from sparkpoint.pipeline import (
     ValueStateDescriptor,
     WatermarkStrategy,
 )
-from sparkpoint.pipeline.event_time import MAX_WATERMARK
-from sparkpoint.pipeline.examples.alerts import alerts_pipeline
-from sparkpoint.pipeline.examples.sessions import epoch_watermarks
-from sparkpoint.pipeline.keyed_state import KeyedStateBackend
-from sparkpoint.pipeline.sink import IN_PROGRESS_DIR
-from sparkpoint.pipeline.timers import EVENT_TIME, TimerService
+from sparkpoint.pipeline.api.event_time import MAX_WATERMARK
+from sparkpoint.pipeline.api.keyed_state import KeyedStateBackend
+from sparkpoint.pipeline.api.timers import EVENT_TIME, TimerService
+from sparkpoint.pipeline.sinks.files import IN_PROGRESS_DIR
 
 from . import support
 

@@ -11,26 +11,26 @@ from typing import Any
 
 import pytest
 
+from sparkpoint.examples.dedupe_totals import FirstCopy, identity, redelivered
+from sparkpoint.examples.sessions import (
+    epoch_watermarks,
+    event_time,
+    expected_sessions,
+    sessions_pipeline,
+)
 from sparkpoint.pipeline import (
     MIN_WATERMARK,
     ClickEventSource,
     Pipeline,
     WatermarkStrategy,
 )
-from sparkpoint.pipeline.examples.dedupe_totals import FirstCopy, identity, redelivered
-from sparkpoint.pipeline.examples.sessions import (
-    epoch_watermarks,
-    event_time,
-    expected_sessions,
-    sessions_pipeline,
-)
-from sparkpoint.pipeline.sink import TransactionalFileSink
-from sparkpoint.pipeline.windows import (
+from sparkpoint.pipeline.api.windows import (
     LATE,
     AggregateFunction,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
+from sparkpoint.pipeline.sinks.files import TransactionalFileSink
 
 from . import support
 

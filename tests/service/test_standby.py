@@ -13,7 +13,7 @@ import pytest
 from sparkpoint.checkpoint import OperatorSubtaskState
 from sparkpoint.client import ClientError, Conflict, CoordinatorClient, Superseded
 from sparkpoint.devcluster.zookeeper import LocalZooKeeper
-from sparkpoint.pipeline.liveness import LivenessListener
+from sparkpoint.pipeline.channels.liveness import LivenessListener
 from tests.coordinator.support import keyed_state
 from tests.support.netns import NetnsHost
 from tests.support.waiting import wait_until

@@ -31,7 +31,7 @@ from sparkpoint.drills.report import DrillReport, IterationResult
 from sparkpoint.drills.runner import TargetSpec, run_drill
 from sparkpoint.drills.zookeeper_loss import run_zookeeper_loss
 from sparkpoint.ha import HAError
-from sparkpoint.pipeline.state_backend import BACKEND_NAMES
+from sparkpoint.pipeline.state.backend import BACKEND_NAMES
 
 F = Callable[..., Any]
 _DEFAULTS = ReplicaSettings()

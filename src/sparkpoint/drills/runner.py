@@ -28,7 +28,7 @@ from sparkpoint.drills.verification import LEAK_MARGIN_S, settled_shared_files_r
 from sparkpoint.drills.workload import aborts, completions
 from sparkpoint.ha import HAError
 from sparkpoint.metadata import MetadataError
-from sparkpoint.pipeline.state_backend import default_state_backend
+from sparkpoint.pipeline.state.backend import default_state_backend
 from sparkpoint.storage import StorageError
 
 
