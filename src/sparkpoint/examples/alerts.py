@@ -15,7 +15,7 @@ from typing import Any
 from sparkpoint.pipeline.api.builder import Pipeline
 from sparkpoint.pipeline.api.functions import Context, KeyedProcessFunction, RuntimeContext
 from sparkpoint.pipeline.api.keyed_state import ValueStateDescriptor
-from sparkpoint.pipeline.sinks.files import Sink
+from sparkpoint.pipeline.sinks.base import Sink
 from sparkpoint.pipeline.sources.base import Source
 from sparkpoint.statefiles.keys import Key
 

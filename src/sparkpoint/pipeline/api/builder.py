@@ -33,7 +33,7 @@ from sparkpoint.pipeline.api.stages import (
     Stage,
     stage_name,
 )
-from sparkpoint.pipeline.sinks.files import Sink
+from sparkpoint.pipeline.sinks.base import Sink
 from sparkpoint.pipeline.sources.base import Source
 from sparkpoint.pipeline.state.backend import StateBackend, default_state_backend, state_backend
 from sparkpoint.statefiles import default_max_parallelism

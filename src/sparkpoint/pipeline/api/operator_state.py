@@ -7,12 +7,12 @@ subtask gets one full copy (all subtasks held the same list).
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from sparkpoint.checkpoint import DistributionMode
+from sparkpoint.pipeline.state import pickles
 
 V = TypeVar("V")
 
@@ -75,8 +75,8 @@ class OperatorStateStore:
 
 
 def encode_element(value: Any) -> bytes:
-    return pickle.dumps(value, protocol=5)
+    return pickles.dumps(value)
 
 
 def decode_element(data: bytes) -> Any:
-    return pickle.loads(data)
+    return pickles.loads(data)

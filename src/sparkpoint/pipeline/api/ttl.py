@@ -12,11 +12,12 @@ return an expired value; a snapshot leaves it out (:func:`drop_expired`).
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from sparkpoint.pipeline.state import pickles
 
 #: When an access restarts a value's time to live.
 UPDATE_ON = ("write", "read_and_write")
@@ -111,12 +112,12 @@ def live_store_entries(
         if _PICKLED_NAME not in pickled:
             yield group, key_bytes, pickled
             continue
-        entry = pickle.loads(pickled)
+        entry = pickles.loads(pickled)
         live = drop_expired(entry, now_ms)
         if live is entry:
             yield group, key_bytes, pickled
         elif live is not None:
-            yield group, key_bytes, pickle.dumps(live, protocol=5)
+            yield group, key_bytes, pickles.dumps(live)
 
 
 def now_ms() -> int:

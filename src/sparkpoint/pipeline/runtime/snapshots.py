@@ -10,7 +10,7 @@ from sparkpoint.checkpoint import CheckpointKind, DistributionMode, OperatorSubt
 from sparkpoint.pipeline.api.operator_state import encode_element
 from sparkpoint.pipeline.channels.protocol import Ack, TriggerCheckpoint
 from sparkpoint.pipeline.runtime.clock import SOURCE_WATERMARKS
-from sparkpoint.pipeline.sinks.files import Sink
+from sparkpoint.pipeline.sinks.base import Sink
 from sparkpoint.pipeline.sources import Source
 from sparkpoint.recovery.reader import read_operator_state
 from sparkpoint.storage import filesystem_for

@@ -1,4 +1,5 @@
-"""The two-phase-commit sink base (Flink's ``TwoPhaseCommitSinkFunction``).
+"""What every sink is: the :class:`Sink` protocol the driver speaks, and the two-phase-commit
+base (Flink's ``TwoPhaseCommitSinkFunction``) that transactional connectors build on.
 
 begin → invoke (each output) → pre-commit (at the snapshot of checkpoint N) → commit (when
 N completes) → abort. One transaction per sink subtask per checkpoint. A pre-committed
@@ -18,14 +19,37 @@ from any connection — or a restarted driver does, from the checkpoint's state.
 
 from __future__ import annotations
 
-import pickle
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+from sparkpoint.pipeline.state import pickles
 
 T = TypeVar("T")  # an open transaction
 P = TypeVar("P")  # a pre-committed transaction (picklable: it goes into checkpoints)
+
+
+class Sink(Protocol):
+    """What the driver calls on a sink (:class:`TwoPhaseCommitSink` below implements it). Phase one:
+    ``writer(process_tag, epoch)`` is shipped to the executors, its ``write(partition, outputs)``
+    results come back to ``epoch_written``. Phase two: ``pre_commit`` at a snapshot,
+    ``snapshot`` for the checkpoint's operator state, ``commit_up_to`` on completion,
+    ``restore`` with the restored checkpoint's elements (none on a fresh start)."""
+
+    def bind(self, job_id: str, operator_uid: str) -> None: ...
+
+    def writer(self, process_tag: str, epoch: int) -> Any: ...
+
+    def epoch_written(self, outputs: Iterable[Any]) -> None: ...
+
+    def pre_commit(self, checkpoint_id: int) -> None: ...
+
+    def snapshot(self, parallelism: int) -> list[list[bytes]]: ...
+
+    def commit_up_to(self, checkpoint_id: int) -> int: ...
+
+    def restore(self, elements: Iterable[bytes]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +136,7 @@ class TwoPhaseCommitSink(ABC, Generic[T, P]):
     def snapshot(self, parallelism: int) -> list[list[bytes]]:
         out: list[list[bytes]] = [[] for _ in range(parallelism)]
         for n, prepared in enumerate(p for ps in self._pending.values() for p in ps):
-            out[n % parallelism].append(pickle.dumps(prepared, protocol=5))
+            out[n % parallelism].append(pickles.dumps(prepared))
         return out
 
     def commit_up_to(self, checkpoint_id: int) -> int:
@@ -133,7 +157,7 @@ class TwoPhaseCommitSink(ABC, Generic[T, P]):
     def restore(self, elements: Iterable[bytes]) -> None:
         """Commit what the restored checkpoint pre-committed, abort the rest. With no
         checkpoint (``elements`` empty) every dangling transaction is aborted."""
-        restored: list[P] = [pickle.loads(e) for e in elements]
+        restored: list[P] = [pickles.loads(e) for e in elements]
         for prepared in restored:
             self.commit(prepared)
         self.committed_transactions += len(restored)

@@ -18,40 +18,18 @@ N, to be replayed — is deleted.
 from __future__ import annotations
 
 import json
-import pickle
 import re
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from sparkpoint.pipeline.state import pickles
 from sparkpoint.storage import FileAlreadyExists, FileNotFound, filesystem_for
 from sparkpoint.storage.uri import parse
 
 IN_PROGRESS_DIR = "_inprogress"
 _IN_PROGRESS_NAME = re.compile(r"^[0-9a-f]+-[0-9]{8}-[0-9]{5}\.jsonl$")
-
-
-class Sink(Protocol):
-    """What the driver calls on a sink (see also pipeline/sinks/base.py). Phase one:
-    ``writer(process_tag, epoch)`` is shipped to the executors, its ``write(partition, outputs)``
-    results come back to ``epoch_written``. Phase two: ``pre_commit`` at a snapshot,
-    ``snapshot`` for the checkpoint's operator state, ``commit_up_to`` on completion,
-    ``restore`` with the restored checkpoint's elements (none on a fresh start)."""
-
-    def bind(self, job_id: str, operator_uid: str) -> None: ...
-
-    def writer(self, process_tag: str, epoch: int) -> Any: ...
-
-    def epoch_written(self, outputs: Iterable[Any]) -> None: ...
-
-    def pre_commit(self, checkpoint_id: int) -> None: ...
-
-    def snapshot(self, parallelism: int) -> list[list[bytes]]: ...
-
-    def commit_up_to(self, checkpoint_id: int) -> int: ...
-
-    def restore(self, elements: Iterable[bytes]) -> None: ...
 
 
 class SinkCommitError(RuntimeError):
@@ -134,7 +112,7 @@ class TransactionalFileSink:
         out: list[list[bytes]] = [[] for _ in range(parallelism)]
         for files in self._pending.values():
             for f in files:
-                out[f.partition % parallelism].append(pickle.dumps(f, protocol=5))
+                out[f.partition % parallelism].append(pickles.dumps(f))
         return out
 
     def commit_up_to(self, checkpoint_id: int) -> int:
@@ -161,7 +139,7 @@ class TransactionalFileSink:
 
     def restore(self, elements: Iterable[bytes]) -> None:
         """Commit the transactions of the restored checkpoint; drop all later output."""
-        restored: list[PendingFile] = [pickle.loads(e) for e in elements]
+        restored: list[PendingFile] = [pickles.loads(e) for e in elements]
         keep = {parse(f.in_progress).name for f in restored}
         for f in restored:
             self._commit(f)

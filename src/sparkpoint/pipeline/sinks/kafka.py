@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import logging
-import pickle
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from sparkpoint.pipeline.sinks.base import CollectingWriter, EpochOutput
 from sparkpoint.pipeline.sinks.kafka_admin import create_topics
+from sparkpoint.pipeline.state import pickles
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class KafkaSink:
         for cid, records in sorted(self._staged.items()):
             for index, start in enumerate(range(0, len(records), _CHUNK)):
                 chunk = StagedChunk(cid, index, tuple(records[start : start + _CHUNK]))
-                out[n % parallelism].append(pickle.dumps(chunk, protocol=5))
+                out[n % parallelism].append(pickles.dumps(chunk))
                 n += 1
         return out
 
@@ -156,7 +156,7 @@ class KafkaSink:
     def restore(self, elements: Iterable[bytes]) -> None:
         """Fence the previous run, learn which batch is in, produce the restored ones above."""
         chunks = sorted(
-            (pickle.loads(e) for e in elements), key=lambda c: (c.checkpoint_id, c.index)
+            (pickles.loads(e) for e in elements), key=lambda c: (c.checkpoint_id, c.index)
         )
         self._open, self._staged = [], {}
         if not self.exactly_once:

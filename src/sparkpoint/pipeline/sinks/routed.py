@@ -7,13 +7,13 @@ sink operator's state, each element tagged with the sink it belongs to.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from sparkpoint.pipeline.api.functions import SideOutput
-from sparkpoint.pipeline.sinks.files import Sink
+from sparkpoint.pipeline.sinks.base import Sink
+from sparkpoint.pipeline.state import pickles
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class RoutedSink:
         parts: list[list[bytes]] = [[] for _ in range(parallelism)]
         for n, sink in enumerate(self.sinks):
             for i, elements in enumerate(sink.snapshot(parallelism)):
-                parts[i].extend(pickle.dumps((n, e), protocol=5) for e in elements)
+                parts[i].extend(pickles.dumps((n, e)) for e in elements)
         return parts
 
     def commit_up_to(self, checkpoint_id: int) -> int:
@@ -90,7 +90,7 @@ def _routed(element: bytes) -> tuple[int, bytes]:
     """``(sink number, element)``; an element of a checkpoint taken before the pipeline
     had side outputs is the main sink's."""
     try:
-        loaded = pickle.loads(element)
+        loaded = pickles.loads(element)
     except Exception:  # not ours: another sink's own encoding
         return 0, element
     if (

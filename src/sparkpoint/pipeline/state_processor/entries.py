@@ -16,7 +16,6 @@ trust, with the pipeline's own modules importable for values of its own classes.
 from __future__ import annotations
 
 import json
-import pickle
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -33,6 +32,7 @@ from sparkpoint.checkpoint import (
     validate_operator_uid,
 )
 from sparkpoint.pipeline.api.ttl import unwrap
+from sparkpoint.pipeline.state import pickles
 from sparkpoint.recovery.errors import RestoreError, StateFileError
 from sparkpoint.recovery.loading import LoadedCheckpoint, load_checkpoint
 from sparkpoint.recovery.plan import SubtaskRestore
@@ -134,7 +134,7 @@ def decode_entries(
     snapshot held), or with ``keep_ttl`` as stored (``state_ttl.TtlValue``)."""
     for key, value in raw:
         try:
-            states = pickle.loads(value)
+            states = pickles.loads(value)
         except Exception as exc:  # whatever the pickle's own code raises
             raise StateFileError(
                 f"operator {uid!r}, key {key!r}: cannot unpickle its state ({exc}); are the "
@@ -280,7 +280,7 @@ def write_subtask(
             )
     groups = key_group_range_for_subtask(target.max_parallelism, target.parallelism, index)
     stream = target.location.state_output(target.uid, index, attempt)
-    items = ((k, pickle.dumps(v, protocol=5)) for k, v in states.items())
+    items = ((k, pickles.dumps(v)) for k, v in states.items())
     try:
         handle = write_keyed_state(stream, items, groups, target.max_parallelism)
     except BaseException:

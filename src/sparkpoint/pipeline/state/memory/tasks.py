@@ -7,7 +7,6 @@ Elements of the state RDD: ``(key, {state name → value})`` for keyed state and
 
 from __future__ import annotations
 
-import pickle
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from sparkpoint.pipeline.runtime.keyed_epoch import (
 )
 from sparkpoint.pipeline.runtime.partitioner import Slot
 from sparkpoint.pipeline.runtime.tasks import STATE
+from sparkpoint.pipeline.state import pickles
 from sparkpoint.pipeline.state.snapshots import (
     restored_operator_state,
     store_entries,
@@ -108,7 +108,7 @@ class SnapshotTask:
             elif (live := drop_expired(value, now)) is not None:  # state TTL's cleanup
                 key_bytes = canonical_key_bytes(key)
                 group = key_group_for_key_bytes(key_bytes, self.max_parallelism)
-                keyed.append((group, key_bytes, pickle.dumps(live, protocol=5)))
+                keyed.append((group, key_bytes, pickles.dumps(live)))
         keyed.sort()
         yield index, write_snapshot(self, index, keyed, operator_state), None
 
@@ -129,8 +129,8 @@ class LoadTask:
         for _, key, value in read_subtask_keyed_state(
             streams_only(subtask), max_parallelism=self.max_parallelism
         ):
-            yield key, pickle.loads(value)
+            yield key, pickles.loads(value)
         scratch = Path(tempfile.gettempdir(), "sparkpoint-state")
         for _, key_bytes, value in store_entries(subtask, scratch):
-            yield decode_key(key_bytes), pickle.loads(value)
+            yield decode_key(key_bytes), pickles.loads(value)
         yield from restored_operator_state(subtask)

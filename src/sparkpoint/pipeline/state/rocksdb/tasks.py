@@ -14,7 +14,6 @@ deterministic re-read of the source ranges since, done by Spark's own recovery.
 
 from __future__ import annotations
 
-import pickle
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from sparkpoint.pipeline.runtime.keyed_epoch import (
 )
 from sparkpoint.pipeline.runtime.partitioner import Slot
 from sparkpoint.pipeline.runtime.tasks import STATE
+from sparkpoint.pipeline.state import pickles
 from sparkpoint.pipeline.state.backend import StoreSettings
 from sparkpoint.pipeline.state.rocksdb.files import is_whole, restore_whole, snapshot_store
 from sparkpoint.pipeline.state.rocksdb.store import (
@@ -140,7 +140,7 @@ class RocksEpochTask:
                 for store_key in self._due_timer_keys(store):
                     key_bytes.setdefault(decode_key(store_key[KEY_GROUP.size :]), store_key)
             old = dict(zip(key_bytes, store.get_many(list(key_bytes.values())), strict=True))
-            entries = {k: pickle.loads(v) for k, v in old.items() if v is not None}
+            entries = {k: pickles.loads(v) for k, v in old.items() if v is not None}
             timers_before = {k: timers_of(e) for k, e in entries.items()}
             backend = KeyedStateBackend(entries)
             operators = OperatorStateStore(operator_state)
@@ -148,7 +148,7 @@ class RocksEpochTask:
             changes = []
             for key, before in old.items():
                 entry = backend.entries.get(key)
-                after = None if entry is None else pickle.dumps(entry, protocol=5)
+                after = None if entry is None else pickles.dumps(entry)
                 if after != before:
                     changes.append((key_bytes[key], before, after))
                     changes.extend(
@@ -184,7 +184,7 @@ def with_timer_index(entries: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[b
     for store_key, value in entries:
         yield store_key, value
         if TIMERS.encode() in value:  # cheap test before unpickling
-            for ts, domain in timers_of(pickle.loads(value)):
+            for ts, domain in timers_of(pickles.loads(value)):
                 yield timer_index_key(domain, ts, store_key), b""
 
 
