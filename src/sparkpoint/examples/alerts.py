@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.api.functions import Context, KeyedProcessFunction, RuntimeContext
-from sparkpoint.pipeline.api.keyed_state import ValueStateDescriptor
-from sparkpoint.pipeline.sinks.base import Sink
-from sparkpoint.pipeline.sources.base import Source
+from sparkpoint.pipeline import (
+    Context,
+    KeyedProcessFunction,
+    Pipeline,
+    RuntimeContext,
+    Sink,
+    Source,
+    ValueStateDescriptor,
+)
 from sparkpoint.statefiles.keys import Key
 
 

@@ -18,21 +18,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkpoint.checkpoint import DistributionMode
-from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.api.functions import (
+from sparkpoint.pipeline import (
+    ClickEventSource,
     Context,
     InitializationContext,
     KeyedProcessFunction,
-    RuntimeContext,
-)
-from sparkpoint.pipeline.api.keyed_state import (
     ListStateDescriptor,
     MapStateDescriptor,
+    OperatorListStateDescriptor,
+    Pipeline,
+    RuntimeContext,
+    TransactionalFileSink,
     ValueStateDescriptor,
+    to_json_line,
 )
-from sparkpoint.pipeline.api.operator_state import OperatorListStateDescriptor
-from sparkpoint.pipeline.sinks.files import TransactionalFileSink, to_json_line
-from sparkpoint.pipeline.sources.generator import ClickEventSource
 
 SESSION_GAP_MS = 2_000
 RECENT = 3

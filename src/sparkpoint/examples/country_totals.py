@@ -17,11 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.api.functions import Context, KeyedProcessFunction, RuntimeContext
-from sparkpoint.pipeline.api.keyed_state import ValueStateDescriptor
-from sparkpoint.pipeline.sinks.files import TransactionalFileSink, to_json_line
-from sparkpoint.pipeline.sources.base import Source
+from sparkpoint.pipeline import (
+    Context,
+    KeyedProcessFunction,
+    Pipeline,
+    RuntimeContext,
+    Source,
+    TransactionalFileSink,
+    ValueStateDescriptor,
+    to_json_line,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -19,13 +19,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.api.event_time import WatermarkStrategy
-from sparkpoint.pipeline.api.functions import Context, KeyedProcessFunction, RuntimeContext
-from sparkpoint.pipeline.api.keyed_state import ValueStateDescriptor
-from sparkpoint.pipeline.api.ttl import StateTtlConfig
-from sparkpoint.pipeline.sinks.files import TransactionalFileSink, to_json_line
-from sparkpoint.pipeline.sources.base import Source
+from sparkpoint.pipeline import (
+    Context,
+    KeyedProcessFunction,
+    Pipeline,
+    RuntimeContext,
+    Source,
+    StateTtlConfig,
+    TransactionalFileSink,
+    ValueStateDescriptor,
+    WatermarkStrategy,
+    to_json_line,
+)
 from sparkpoint.statefiles.keys import Key
 
 SEEN_TTL_MS = 10 * 60_000

@@ -18,10 +18,7 @@ from typing import Any
 
 from sparkpoint.examples.orders import CountPerKey, Verification, check_rows, key_of
 from sparkpoint.examples.orders import message as order_message
-from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.sinks.kafka import KafkaSink
-from sparkpoint.pipeline.sinks.kafka_admin import create_topics
-from sparkpoint.pipeline.sources.kafka import KafkaSource
+from sparkpoint.pipeline import KafkaSink, KafkaSource, Pipeline, create_topics
 
 __all__ = ["create_topics", "kafka_orders_pipeline", "publish", "read_committed", "verify"]
 

@@ -17,11 +17,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.api.functions import Context, KeyedProcessFunction, RuntimeContext
-from sparkpoint.pipeline.api.keyed_state import ValueStateDescriptor
-from sparkpoint.pipeline.sinks.postgres import PostgresSink
-from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
+from sparkpoint.pipeline import (
+    Context,
+    KeyedProcessFunction,
+    Pipeline,
+    PostgresSink,
+    RabbitMQSource,
+    RuntimeContext,
+    ValueStateDescriptor,
+)
 
 TABLE = "orders_seen"
 CREATE_TABLE = (

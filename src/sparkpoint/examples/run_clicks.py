@@ -24,14 +24,18 @@ from typing import Any
 
 from sparkpoint.examples.clicks import clicks_pipeline
 from sparkpoint.examples.sessions import OUT_OF_ORDER_MS, sessions_pipeline
-from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.channels.embedded import EmbeddedChannel
-from sparkpoint.pipeline.channels.protocol import CheckpointChannel, RestoreMode, RunNotice
-from sparkpoint.pipeline.runtime.driver import PipelineDriver
-from sparkpoint.pipeline.runtime.spark_session import spark_session
-from sparkpoint.pipeline.runtime.status import DriverStatus
-from sparkpoint.pipeline.sources.generator import ClickEventSource
-from sparkpoint.pipeline.state.backend import BACKEND_NAMES
+from sparkpoint.pipeline import (
+    BACKEND_NAMES,
+    CheckpointChannel,
+    ClickEventSource,
+    DriverStatus,
+    EmbeddedChannel,
+    Pipeline,
+    PipelineDriver,
+    RestoreMode,
+    RunNotice,
+    spark_session,
+)
 
 #: ``(out_of_order_ms, late_every)`` of each example's clicks unless given: in order for
 #: the clicks job, which does not use event time; out of order and partly late for the
@@ -174,8 +178,7 @@ def notice_log(path: Path) -> Callable[[RunNotice], None]:
 
 def make_channel(args: argparse.Namespace) -> CheckpointChannel:
     if args.coordinator:
-        from sparkpoint.pipeline.channels.background import BackgroundChannel
-        from sparkpoint.pipeline.channels.remote import RemoteChannel
+        from sparkpoint.pipeline import BackgroundChannel, RemoteChannel
 
         remote = RemoteChannel(
             args.coordinator.split(","),

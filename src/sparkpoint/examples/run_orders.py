@@ -26,13 +26,15 @@ from sparkpoint.examples.run_clicks import (
     check_channel_arguments,
     make_channel,
 )
-from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.channels.protocol import RestoreMode
-from sparkpoint.pipeline.runtime.driver import PipelineDriver
-from sparkpoint.pipeline.runtime.spark_session import spark_session
-from sparkpoint.pipeline.runtime.status import DriverStatus
-from sparkpoint.pipeline.sinks.kafka import KafkaSink
-from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
+from sparkpoint.pipeline import (
+    DriverStatus,
+    KafkaSink,
+    Pipeline,
+    PipelineDriver,
+    RabbitMQSource,
+    RestoreMode,
+    spark_session,
+)
 
 
 def parser() -> argparse.ArgumentParser:

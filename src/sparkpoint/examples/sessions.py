@@ -17,11 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.api.event_time import MIN_WATERMARK, WatermarkStrategy
-from sparkpoint.pipeline.api.windows import LATE, AggregateFunction, EventTimeSessionWindows
-from sparkpoint.pipeline.sinks.files import TransactionalFileSink
-from sparkpoint.pipeline.sources.generator import ClickEventSource
+from sparkpoint.pipeline import (
+    LATE,
+    MIN_WATERMARK,
+    AggregateFunction,
+    ClickEventSource,
+    EventTimeSessionWindows,
+    Pipeline,
+    TransactionalFileSink,
+    WatermarkStrategy,
+)
 
 GAP_MS = 10_000
 OUT_OF_ORDER_MS = 2_000

@@ -55,7 +55,8 @@ from sparkpoint.pipeline.channels.protocol import (
 from sparkpoint.pipeline.runtime.driver import PipelineDriver
 from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner, Slot
 from sparkpoint.pipeline.runtime.status import DriverStatus
-from sparkpoint.pipeline.sinks.files import TransactionalFileSink
+from sparkpoint.pipeline.sinks.base import Sink
+from sparkpoint.pipeline.sinks.files import TransactionalFileSink, to_json_line
 from sparkpoint.pipeline.sources import ClickEventSource, EpochRange, FileSource, Source
 from sparkpoint.pipeline.state.backend import BACKEND_NAMES, StateBackend
 
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from sparkpoint.pipeline.channels.remote import RemoteChannel
     from sparkpoint.pipeline.runtime.spark_session import spark_session
     from sparkpoint.pipeline.sinks.kafka import KafkaSink
+    from sparkpoint.pipeline.sinks.kafka_admin import create_topics
     from sparkpoint.pipeline.sinks.postgres import PostgresSink
     from sparkpoint.pipeline.sinks.routed import RoutedSink
     from sparkpoint.pipeline.sources.kafka import KafkaSource
@@ -79,6 +81,7 @@ _LAZY = {
     "EmbeddedChannel": "sparkpoint.pipeline.channels.embedded",
     "KafkaSink": "sparkpoint.pipeline.sinks.kafka",
     "KafkaSource": "sparkpoint.pipeline.sources.kafka",
+    "create_topics": "sparkpoint.pipeline.sinks.kafka_admin",
     "PostgresSink": "sparkpoint.pipeline.sinks.postgres",
     "RabbitMQSource": "sparkpoint.pipeline.sources.rabbitmq",
     "RemoteChannel": "sparkpoint.pipeline.channels.remote",
@@ -138,6 +141,7 @@ __all__ = [
     "RunSuperseded",
     "RuntimeContext",
     "SideOutput",
+    "Sink",
     "SlidingEventTimeWindows",
     "Slot",
     "Source",
@@ -152,7 +156,9 @@ __all__ = [
     "ValueStateDescriptor",
     "WatermarkStrategy",
     "WindowAssigner",
+    "create_topics",
     "read_keyed_state",
     "spark_session",
+    "to_json_line",
     "write_savepoint",
 ]
