@@ -173,13 +173,13 @@ class PipelineDriver:
                 self._plan.load_state(n, self._plan.empty_state())
             return None
         plan = restored.plan
-        uid = self.pipeline
-        source_elements = restored_elements(plan, uid.source_uid, SOURCE_OFFSETS)
+        source_uid, sink_uid = self.pipeline.source_uid, self.pipeline.sink_uid
+        source_elements = restored_elements(plan, source_uid, SOURCE_OFFSETS)
         self._source.restore(dict(decode_element(e) for e in source_elements))
         self._clock.restore(
-            decode_element(e) for e in restored_elements(plan, uid.source_uid, SOURCE_WATERMARKS)
+            decode_element(e) for e in restored_elements(plan, source_uid, SOURCE_WATERMARKS)
         )
-        self._sink.restore(restored_elements(plan, uid.sink_uid, SINK_TRANSACTIONS))
+        self._sink.restore(restored_elements(plan, sink_uid, SINK_TRANSACTIONS))
         for n, stage in enumerate(self._stages):
             # A keyed stage the checkpoint does not have (added since) starts empty.
             operator = plan.operators.get(stage.uid)

@@ -1,24 +1,56 @@
-"""The tasks of the pipeline's state backend (backend.py), made in one place so
-the driver's loop does not care where state lives: the epoch task, the snapshot task and
-the load task of the in-memory backend (memory/tasks.py) or the on-disk one (rocksdb/tasks.py)."""
+"""The tasks of the pipeline's state backend (backend.py), made in one place so the
+driver's loop does not care where state lives: each backend makes its epoch, snapshot and
+load tasks (:class:`BackendTasks`: memory/tasks.py, rocksdb/tasks.py), chosen once from the
+setting; this module keeps what is the same for both, the base of the next incremental
+checkpoint."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from sparkpoint.checkpoint import IncrementalKeyedStateHandle, OperatorSubtaskState
 from sparkpoint.pipeline.api.functions import KeyedProcessFunction
 from sparkpoint.pipeline.runtime.keyed_epoch import NO_TIME, EpochTime
 from sparkpoint.pipeline.state.backend import StateBackend
-from sparkpoint.pipeline.state.memory.tasks import EpochTask, LoadTask, SnapshotTask
+from sparkpoint.pipeline.state.memory.tasks import MemoryTasks
 from sparkpoint.recovery.plan import SubtaskRestore
 from sparkpoint.storage.location import CheckpointLocation
 
 log = logging.getLogger(__name__)
 
 Task = Callable[[int, Any], Any]
+
+
+class BackendTasks(Protocol):
+    """What a state backend makes for one keyed operator: per-partition tasks that Spark
+    ships to the executors (plain picklable objects)."""
+
+    def epoch(
+        self,
+        function: KeyedProcessFunction,
+        epoch: int,
+        notices: tuple[tuple[str, int], ...],
+        snapshot_id: int | None,
+        time: EpochTime,
+        carried: bool,
+    ) -> Task:
+        """Runs the keyed function over one partition's state and records."""
+        ...
+
+    def snapshot(
+        self,
+        location: CheckpointLocation,
+        base: tuple[IncrementalKeyedStateHandle | None, ...] | None,
+    ) -> Task:
+        """Writes a subtask's state: ``(index, state or decline reason, store token)``;
+        ``base``: per subtask, the last completed checkpoint's files to build on."""
+        ...
+
+    def load(self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...]) -> Task:
+        """Reads subtasks' state back (after a snapshot, or on restore)."""
+        ...
 
 
 class StateTasks:
@@ -38,16 +70,15 @@ class StateTasks:
         #: base of the next one (never a pending checkpoint's).
         self._base: dict[int, IncrementalKeyedStateHandle] = {}
         self._acknowledged: dict[int, dict[int, IncrementalKeyedStateHandle]] = {}
-        self._uid = operator_uid
         self._p = parallelism
-        self._m = max_parallelism
-        self._place = None
-        if backend.on_disk:
-            from sparkpoint.pipeline.state.rocksdb.tasks import StorePlace
+        self._tasks: BackendTasks = MemoryTasks(operator_uid, parallelism, max_parallelism)
+        if backend.on_disk:  # its module loads the store's library: only when asked for
+            from sparkpoint.pipeline.state.rocksdb.tasks import RocksDBTasks, StorePlace
 
-            self._place = StorePlace(
+            place = StorePlace(
                 job_id, process_tag, operator_uid, backend.settings, backend.local_dir
             )
+            self._tasks = RocksDBTasks(operator_uid, parallelism, max_parallelism, place)
 
     def epoch(
         self,
@@ -60,26 +91,16 @@ class StateTasks:
         carried: bool = False,
     ) -> Task:
         """``carried``: a later keyed stage, whose records carry their timestamps."""
-        if self._place is None:
-            return EpochTask(function, epoch, self._p, notices, snapshot_id, time, carried)
-        from sparkpoint.pipeline.state.rocksdb.tasks import RocksEpochTask
-
-        return RocksEpochTask(
-            function, epoch, self._p, self._place, self._m, notices, snapshot_id, time, carried
-        )
+        return self._tasks.epoch(function, epoch, notices, snapshot_id, time, carried)
 
     def snapshot(self, location: CheckpointLocation) -> Task:
         """Yields ``(index, state or decline reason, store token or None)``. On the
         on-disk backend a checkpoint is incremental (see ``StateBackend.incremental``),
         a savepoint is full, in the canonical format."""
-        if self._place is None:
-            return SnapshotTask(location, self._uid, self._p, self._m)
-        from sparkpoint.pipeline.state.rocksdb.tasks import RocksSnapshotTask
-
         base = None
         if self.backend.incremental and not location.is_savepoint:
             base = tuple(self._base.get(i) for i in range(self._p))
-        return RocksSnapshotTask(location, self._uid, self._p, self._m, self._place, base)
+        return self._tasks.snapshot(location, base)
 
     def acknowledged(self, checkpoint_id: int, states: dict[int, OperatorSubtaskState]) -> None:
         """Remember a checkpoint's incremental handles until it completes or is gone."""
@@ -114,11 +135,7 @@ class StateTasks:
     def load(self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...] = ()) -> Task:
         """``keep``: per subtask, the store token a snapshot was just taken from; the
         on-disk backend keeps a store still at it instead of building it again."""
-        if self._place is None:
-            return LoadTask(subtasks, self._m)
-        from sparkpoint.pipeline.state.rocksdb.tasks import RocksLoadTask
-
-        return RocksLoadTask(subtasks, self._m, self._place, keep)
+        return self._tasks.load(subtasks, keep)
 
 
 def check_state_in_place(conf: Any, backend: StateBackend) -> None:

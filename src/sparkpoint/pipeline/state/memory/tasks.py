@@ -134,3 +134,30 @@ class LoadTask:
         for _, key_bytes, value in store_entries(subtask, scratch):
             yield decode_key(key_bytes), pickles.loads(value)
         yield from restored_operator_state(subtask)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTasks:
+    """The memory backend's tasks for one keyed operator (state/tasks.py's BackendTasks)."""
+
+    operator_uid: str
+    parallelism: int
+    max_parallelism: int
+
+    def epoch(
+        self,
+        function: KeyedProcessFunction,
+        epoch: int,
+        notices: tuple[tuple[str, int], ...],
+        snapshot_id: int | None,
+        time: EpochTime,
+        carried: bool,
+    ) -> EpochTask:
+        return EpochTask(function, epoch, self.parallelism, notices, snapshot_id, time, carried)
+
+    def snapshot(self, location: CheckpointLocation, base: object) -> SnapshotTask:
+        """``base`` is for incremental backends: this one writes whole snapshots."""
+        return SnapshotTask(location, self.operator_uid, self.parallelism, self.max_parallelism)
+
+    def load(self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...]) -> LoadTask:
+        return LoadTask(subtasks, self.max_parallelism)

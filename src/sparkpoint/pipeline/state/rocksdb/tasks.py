@@ -291,3 +291,47 @@ class RocksLoadTask:
             store.close()
         yield Slot(index), token
         yield from restored_operator_state(subtask)
+
+
+@dataclass(frozen=True, slots=True)
+class RocksDBTasks:
+    """The RocksDB backend's tasks for one keyed operator (state/tasks.py's
+    BackendTasks): every task finds its subtask's store in ``place``."""
+
+    operator_uid: str
+    parallelism: int
+    max_parallelism: int
+    place: StorePlace
+
+    def epoch(
+        self,
+        function: KeyedProcessFunction,
+        epoch: int,
+        notices: tuple[tuple[str, int], ...],
+        snapshot_id: int | None,
+        time: EpochTime,
+        carried: bool,
+    ) -> RocksEpochTask:
+        return RocksEpochTask(
+            function,
+            epoch,
+            self.parallelism,
+            self.place,
+            self.max_parallelism,
+            notices,
+            snapshot_id,
+            time,
+            carried,
+        )
+
+    def snapshot(
+        self,
+        location: CheckpointLocation,
+        base: tuple[IncrementalKeyedStateHandle | None, ...] | None,
+    ) -> RocksSnapshotTask:
+        return RocksSnapshotTask(
+            location, self.operator_uid, self.parallelism, self.max_parallelism, self.place, base
+        )
+
+    def load(self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...]) -> RocksLoadTask:
+        return RocksLoadTask(subtasks, self.max_parallelism, self.place, keep)
