@@ -1,4 +1,4 @@
-"""State TTL (state_ttl.py, keyed_state.py): the views never return an expired value and
+"""State TTL (api/ttl.py, api/keyed_state.py): the views never return an expired value and
 refresh on write (and on read with ``read_and_write``), processing time being the
 backend's; a snapshot of either backend leaves out what has expired, which a real
 pipeline restored from a bootstrapped savepoint shows in its next checkpoint."""

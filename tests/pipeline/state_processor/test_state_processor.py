@@ -1,5 +1,5 @@
-"""Reading keyed state out of checkpoints and bootstrapping savepoints (state_entries.py,
-state_processor.py, `sparkpoint state read` and `state write`), on the clicks job with
+"""Reading keyed state out of checkpoints and bootstrapping savepoints (state_processor/
+entries.py and savepoints.py, `sparkpoint state read` and `state write`), on the clicks job with
 real Spark: the per-user state of a checkpoint, of either backend, is what an offline
 computation over the records it consumed gives; a savepoint written from a DataFrame,
 or by the CLI from what `state read` printed, starts a pipeline that carries the
