@@ -6,6 +6,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from confluent_kafka import Consumer, TopicPartition
+
 from sparkpoint.devcluster.kafka import LocalKafka
 from sparkpoint.examples import kafka_orders
 from sparkpoint.examples.orders import Verification
@@ -14,6 +16,7 @@ from sparkpoint.pipeline.runtime.driver import PipelineDriver
 from sparkpoint.pipeline.sinks.kafka import KafkaSink
 from sparkpoint.pipeline.sources.kafka import KafkaSource
 from tests.examples.support import run_until
+from tests.support.waiting import wait_until
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,6 +38,36 @@ def publish(kafka: LocalKafka, topic: str, first: int, count: int) -> list[str]:
 
 def output(kafka: LocalKafka, topic: str) -> list[Any]:
     return kafka_orders.read_committed(kafka.bootstrap, topic)
+
+
+def settled_output(kafka: LocalKafka, topic: str) -> list[Any]:
+    """:func:`output` once no transaction is open in ``topic``: a commit's (or abort's)
+    markers reach the partitions after ``commit_transaction`` returned, and until then a
+    ``read_committed`` reader stops short of the transaction's records."""
+    wait_until(
+        lambda: _last_stable_is_high_watermark(kafka.bootstrap, topic),
+        timeout=60,
+        message=f"every transaction in {topic} ended",
+    )
+    return output(kafka, topic)
+
+
+def _last_stable_is_high_watermark(bootstrap: str, topic: str) -> bool:
+    ends = []
+    for isolation in ("read_committed", "read_uncommitted"):
+        consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "sparkpoint-check",
+             "isolation.level": isolation}
+        )  # fmt: skip
+        try:
+            partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+            ends.append(
+                [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30,
+                                                cached=False)[1] for p in sorted(partitions)]
+            )  # fmt: skip
+        finally:
+            consumer.close()
+    return ends[0] == ends[1]
 
 
 def make_driver(
@@ -80,6 +113,7 @@ def run_until_output(driver: PipelineDriver, kafka: LocalKafka, out: str, count:
 
 
 def verified(kafka: LocalKafka, out: str, published: list[str]) -> Verification:
+    settled_output(kafka, out)
     result = kafka_orders.verify(kafka.bootstrap, out, published)
     assert result.ok, result.summary()
     return result

@@ -19,16 +19,24 @@ from rich.console import Console
 from sparkpoint.cli.common import zookeeper_options
 from sparkpoint.cli.hdfs import hdfs_dir_option
 from sparkpoint.devcluster.zookeeper import ZooKeeperLaunchError
-from sparkpoint.drills.chaos import FAULTS, PIPELINE_FAULTS, ChaosOptions, run_chaos
+from sparkpoint.drills.chaos import (
+    CLICKS_FAULTS,
+    FAULTS,
+    PIPELINE_FAULTS,
+    ChaosOptions,
+    run_chaos,
+)
 from sparkpoint.drills.cluster import DrillError
 from sparkpoint.drills.hdfs_faults import HDFS_FAULTS, HDFS_TOLERABLE_FAILURES
 from sparkpoint.drills.job_faults import SLOW_DELETION_S
+from sparkpoint.drills.kafka_broker import KAFKA_BROKER_RESTART
 from sparkpoint.drills.kill_driver import KillDriverOptions, run_kill_driver
 from sparkpoint.drills.kill_leader import KillLeaderOptions, run_kill_leader
 from sparkpoint.drills.pause_leader import run_pause_leader
 from sparkpoint.drills.replicas import ReplicaSettings
 from sparkpoint.drills.report import DrillReport, IterationResult
 from sparkpoint.drills.runner import TargetSpec, run_drill
+from sparkpoint.drills.shared_state_faults import SLOW_ACK
 from sparkpoint.drills.zookeeper_loss import run_zookeeper_loss
 from sparkpoint.ha import HAError
 from sparkpoint.pipeline.state.backend import BACKEND_NAMES
@@ -50,10 +58,16 @@ def target_options(func: F) -> F:
                           "the demo pipeline on this machine."),
         click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
                      help="--local: where data and logs go (default: a new temporary one)."),
-        click.option("--workload", type=click.Choice(["pipeline", "driver"]),
+        click.option("--workload", type=click.Choice(["pipeline", "kafka", "driver"]),
                      default="pipeline", show_default=True,
-                     help="--local: the demo PySpark pipeline (checks exactly-once output) "
-                          "or a light acknowledging driver."),
+                     help="--local: the demo PySpark pipeline (checks exactly-once output), "
+                          "the orders job from a Kafka topic to another on a local Kafka "
+                          "(checks the output topic read_committed), or a light "
+                          "acknowledging driver."),
+        click.option("--kafka-nodes", type=click.Choice(["1", "3"]), default="1",
+                     show_default=True,
+                     help="--workload kafka: brokers of the local Kafka (with 1, a broker "
+                          "restart is an outage of Kafka)."),
         click.option("--session-timeout", type=click.FloatRange(1.0, 600.0),
                      default=_DEFAULTS.session_timeout_s, show_default=True,
                      help="--local: replicas' session timeout (s; the product default)."),
@@ -111,7 +125,8 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_:
     if opts["state_backend"] and not (opts["local"] and opts["workload"] == "pipeline"):
         raise click.BadParameter(
             "the state backend is the demo pipeline's: give it with --local and "
-            "--workload pipeline", param_hint="--state-backend")  # fmt: skip
+            "--workload pipeline (the Kafka workload's orders job keeps its state in memory)",
+            param_hint="--state-backend")  # fmt: skip
     if opts["storage"] != "local" and not opts["local"]:
         raise click.BadParameter(
             "a deployment keeps checkpoints where it is configured to; --storage is for "
@@ -122,7 +137,7 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_:
                                **settings_)  # fmt: skip
     return TargetSpec(
         local=opts["local"], directory=opts["directory"],
-        pipeline=opts["workload"] == "pipeline", settings=settings,
+        pipeline=opts["workload"] in ("pipeline", "kafka"), settings=settings,
         quorum=opts["quorum"], cluster_id=opts["cluster_id"], root=opts["root"],
         restart_command=opts["restart_command"], job_id=opts["job_id"],
         signal_command=opts["signal_command"], zookeeper_proxies=zookeeper_proxies,
@@ -130,6 +145,7 @@ def _spec(opts: dict[str, Any], *, zookeeper_proxies: bool = False, **settings_:
         else round(opts["checkpoint_interval"] * 1000),
         state_backend=opts["state_backend"],
         storage=opts["storage"], hdfs_dir=opts["hdfs_dir"],
+        kafka_nodes=int(opts["kafka_nodes"]) if opts["workload"] == "kafka" else 0,
     )  # fmt: skip
 
 
@@ -307,10 +323,11 @@ def zookeeper_loss(outage: float, **opts: Any) -> None:
 @click.option(
     "--fault",
     "faults",
-    type=click.Choice((*FAULTS, *HDFS_FAULTS)),
+    type=click.Choice((*FAULTS, *HDFS_FAULTS, KAFKA_BROKER_RESTART)),
     multiple=True,
-    help="Pick only among these (repeatable; default: every fault; datanode-kill and "
-    "namenode-restart need --storage hdfs).",
+    help="Pick only among these (repeatable; default: every fault the workload and storage "
+    "allow; datanode-kill and namenode-restart need --storage hdfs, kafka-broker-restart "
+    "--workload kafka).",
 )
 @click.option(
     "--interval",
@@ -330,6 +347,15 @@ def zookeeper_loss(outage: float, **opts: Any) -> None:
     "(execution.checkpointing.timeout), which may not exceed it.",
 )
 @click.option(
+    "--checkpoint-timeout",
+    type=click.FloatRange(min=0.5),
+    default=None,
+    help="The jobs' checkpoint timeout (s; execution.checkpointing.timeout of the "
+    "replicas; default: the product's). Where a timeout above the orphan grace period is "
+    "refused, give at most --orphan-grace; with slow-ack drawn the replicas then tolerate "
+    "5 failed checkpoints (one held past the timeout expires).",
+)
+@click.option(
     "--time-limit",
     type=click.FloatRange(min=1.0),
     default=None,
@@ -343,6 +369,7 @@ def chaos(
     faults: tuple[str, ...],
     interval: float,
     orphan_grace: float,
+    checkpoint_timeout: float | None,
     time_limit: float | None,
     **opts: Any,
 ) -> None:
@@ -350,16 +377,22 @@ def chaos(
     of the leader, the leader cut off from ZooKeeper, its ZooKeeper replies dropped, one
     ZooKeeper server killed, the pipeline driver killed, the job stopped with a savepoint
     and registered again from it, the driver restarted at another parallelism with a
-    checkpoint in flight, and the leader deposed with slow deletions queued (--local);
-    with --storage hdfs also a DataNode killed (replication >= 2) and started again, and
-    the NameNode killed and started again (the replicas then tolerate
-    5 consecutive failed checkpoints: those in flight while the NameNode is away).
+    checkpoint in flight, the leader deposed with slow deletions queued, an intermediate
+    savepoint then at once the driver or the leader killed, a second job started from
+    the job's checkpoint while the job goes on past the grace period, and the driver's
+    acknowledgement held back beyond the grace period (--local); with --storage hdfs
+    also a DataNode killed (replication >= 2) and started again, and the NameNode killed
+    and started again (the replicas then tolerate 5 consecutive failed checkpoints:
+    those in flight while the NameNode is away); with --workload kafka also a Kafka
+    broker restarted.
 
     After each: the kill-leader checks, completions as the drivers heard them (each id
     once, one pointer), the latest retained checkpoint loaded, verified and planned for
-    restore, and no checkpoint directory older than --orphan-grace unless retained or
-    pending; at the end, the pipeline's exactly-once output and the job's shared state
-    files (as `checkpoints shared-check`). The report names each iteration's fault.
+    restore, no checkpoint directory older than --orphan-grace unless retained or
+    pending, and no output line committed twice; at the end, the pipeline's exactly-once
+    output (with --workload kafka: the output topic read read_committed) and the shared
+    state files of every job (as `checkpoints shared-check`). The report names each
+    iteration's fault.
     """  # fmt: skip
     if not opts["local"]:
         raise click.UsageError(
@@ -369,11 +402,17 @@ def chaos(
     on_hdfs = opts["storage"] == "hdfs"
     if set(faults) & set(HDFS_FAULTS) and not on_hdfs:
         raise click.UsageError(f"{', '.join(HDFS_FAULTS)} need --storage hdfs")
-    faults = faults or ((*FAULTS, *HDFS_FAULTS) if on_hdfs else FAULTS)
-    if opts["workload"] != "pipeline" and set(faults) & set(PIPELINE_FAULTS):
-        faults = tuple(f for f in faults if f not in PIPELINE_FAULTS)
+    on_kafka = opts["workload"] == "kafka"
+    if KAFKA_BROKER_RESTART in faults and not on_kafka:
+        raise click.UsageError(f"{KAFKA_BROKER_RESTART} needs --workload kafka")
+    faults = faults or (*FAULTS, *(HDFS_FAULTS if on_hdfs else ()),
+                        *((KAFKA_BROKER_RESTART,) if on_kafka else ()))  # fmt: skip
+    unfit = (PIPELINE_FAULTS if opts["workload"] == "driver"
+             else CLICKS_FAULTS if on_kafka else ())  # fmt: skip
+    if set(faults) & set(unfit):
+        faults = tuple(f for f in faults if f not in unfit)
         if not faults:
-            raise click.UsageError(f"{', '.join(PIPELINE_FAULTS)} need --workload pipeline")
+            raise click.UsageError(f"{', '.join(unfit)} need --workload pipeline")
     options = ChaosOptions(
         iterations=iterations,
         seed=seed,
@@ -388,8 +427,11 @@ def chaos(
         zookeeper_proxies=True,
         orphan_grace_s=orphan_grace,
         orphan_scan_interval_s=orphan_grace / 6,
+        checkpoint_timeout_s=checkpoint_timeout,
         cleanup_delay_s=SLOW_DELETION_S if "slow-deletions" in options.faults else 0.0,
-        # A checkpoint declined while the NameNode restarts must not fail the job.
+        # A checkpoint declined while the NameNode restarts must not fail the job, nor
+        # one whose acknowledgement slow-ack holds past a timeout no longer than the grace.
         **({"tolerable_failed_checkpoints": HDFS_TOLERABLE_FAILURES}
-           if set(options.faults) & set(HDFS_FAULTS) else {}),
+           if set(options.faults) & set(HDFS_FAULTS)
+           or (SLOW_ACK in options.faults and checkpoint_timeout is not None) else {}),
     )  # fmt: skip

@@ -21,12 +21,21 @@ Faults:
 - ``datanode-kill``, ``namenode-restart``: with the checkpoints on a local HDFS, a
   DataNode or the NameNode killed and started again
   (:mod:`sparkpoint.drills.hdfs_faults`).
+- ``savepoint-then-driver-kill``, ``savepoint-then-leader-kill``: an intermediate
+  savepoint, then at once the driver or the leader killed
+  (:mod:`sparkpoint.drills.savepoint_faults`).
+- ``second-job-from-checkpoint``, ``slow-ack``: a second job started from the drill
+  job's checkpoint while the drill job goes on; the driver's acknowledgement held back
+  beyond the orphan grace period (:mod:`sparkpoint.drills.shared_state_faults`).
+- ``kafka-broker-restart``: with the Kafka workload, a broker restarted
+  (:mod:`sparkpoint.drills.kafka_broker`).
 
 After every iteration, besides the kill-leader drill's checks: completions as the drivers
 heard them (each id once, with one pointer), the latest retained checkpoint loaded and
 verified and a restore plan made from it, and no checkpoint directory older than the
 grace period unless retained or pending — all read through the checkpoint storage, on
-the local disk or on HDFS alike.
+the local disk or on HDFS alike; and, with a pipeline whose output the drill can read
+while it runs, no output line committed twice.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ from sparkpoint.drills.invariants import (
     check_ids_rising,
     check_latest_restorable,
     check_no_stale_directories,
+    check_output_committed_once,
     check_retained_kept,
     check_single_leader,
 )
@@ -68,25 +78,49 @@ from sparkpoint.drills.kafka_broker import KAFKA_BROKER_RESTART, kafka_broker_fa
 from sparkpoint.drills.kill_leader import first_after, steady
 from sparkpoint.drills.observer import ClusterObserver, Observation
 from sparkpoint.drills.report import DrillReport, IterationResult
+from sparkpoint.drills.savepoint_faults import (
+    SAVEPOINT_DRIVER_KILL,
+    SAVEPOINT_FAULTS,
+    take_savepoint,
+    wait_committed_after_restart,
+)
+from sparkpoint.drills.shared_state_faults import (
+    SECOND_JOB,
+    SHARED_STATE_FAULTS,
+    SLOW_ACK,
+    second_job_from_checkpoint,
+    slow_ack,
+)
 from sparkpoint.drills.verification import (
     LEAK_MARGIN_S,
     checkpoint_directories,
     latest_restore_check,
     pending_ids,
 )
-from sparkpoint.drills.workload import ClicksPipeline, aborts, completions
+from sparkpoint.drills.workload import DriverProcess, aborts, completions
 from sparkpoint.ha import HAError
 from sparkpoint.storage import StorageError
 
 LEADER_FAULTS = ("kill-9", "sigterm", "sigstop", "zookeeper-cut-off",
                  "zookeeper-replies-dropped")  # fmt: skip
-FAULTS = (*LEADER_FAULTS, "zookeeper-server-kill", "driver-kill", *JOB_FAULTS)
+FAULTS = (
+    *LEADER_FAULTS,
+    "zookeeper-server-kill",
+    "driver-kill",
+    *JOB_FAULTS,
+    *SAVEPOINT_FAULTS,
+    *SHARED_STATE_FAULTS,
+)
 #: Faults on a service the job depends on, offered only when the job uses it: Kafka when
 #: it reads Kafka, HDFS when its checkpoints live on a local HDFS.
 DEPENDENCY_FAULTS = {KAFKA_BROKER_RESTART: kafka_broker_fault,
                      DATANODE_KILL: datanode_kill, NAMENODE_RESTART: namenode_restart}  # fmt: skip
-#: Faults that need the demo pipeline as the workload.
-PIPELINE_FAULTS = ("driver-kill", "stop-and-register", "rescale-in-flight")
+#: Faults that need a pipeline driver process as the workload (the demo pipeline, or the
+#: Kafka workload's orders job).
+PIPELINE_FAULTS = ("driver-kill", "stop-and-register", "rescale-in-flight",
+                   *SAVEPOINT_FAULTS, *SHARED_STATE_FAULTS)  # fmt: skip
+#: Faults that need the demo pipeline itself (its generated input, its file sink).
+CLICKS_FAULTS = (SECOND_JOB,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +188,7 @@ def run_chaos(
             check_ids_rising([cid for cid, _ in obs.completions]),
             check_retained_kept(before.retained, obs.retained),
             *_storage_checks(target, observer, options),
+            *_output_checks(target),
         ]  # fmt: skip
         heard = target.workload.notices()
         new_aborts = aborts(heard[notices_before:])
@@ -181,12 +216,12 @@ def _inject(
 ) -> IterationResult:
     if fault in LEADER_FAULTS:
         return _leader_fault(target, observer, options, n, fault, before)
+    if fault in (*SAVEPOINT_FAULTS, *SHARED_STATE_FAULTS, *REREGISTRATIONS):
+        return _job_fault(target, observer, options, n, fault, before)
     if fault in DEPENDENCY_FAULTS:
         return DEPENDENCY_FAULTS[fault](target, observer, options.deadline_s, n, before, rng)
     if fault == "zookeeper-server-kill":
         return _server_fault(target, observer, options, n, before, rng.randint(1, 3))
-    if fault in REREGISTRATIONS:
-        return REREGISTRATIONS[fault](target, observer, options.deadline_s, n, before)
     if fault == "slow-deletions":
         assert before.leader_instance is not None
         queued = wait_for_queued_deletions(target, before.leader_instance, options.deadline_s)
@@ -220,6 +255,46 @@ def _storage_checks(
         directories, obs.retained, pending if pending is not None else set(),
         leak_after(options, target), unretained))  # fmt: skip
     return out
+
+
+def _output_checks(target: LocalCluster) -> list[Invariant]:
+    lines = target.workload.committed_lines() if isinstance(target.workload, DriverProcess) \
+        else None  # fmt: skip
+    return [] if lines is None else [check_output_committed_once(lines)]
+
+
+def _job_fault(
+    target: LocalCluster,
+    observer: ClusterObserver,
+    options: ChaosOptions,
+    n: int,
+    fault: str,
+    before: Observation,
+) -> IterationResult:
+    """The faults on the job: registered again, savepoints amid kills, another job
+    started from its checkpoint, an acknowledgement slower than the grace period."""
+    if fault in REREGISTRATIONS:
+        return REREGISTRATIONS[fault](target, observer, options.deadline_s, n, before)
+    scan_s = target.settings.orphan_scan_interval_s or options.orphan_grace_s / 6
+    if fault == SECOND_JOB:
+        return second_job_from_checkpoint(target, observer, options.deadline_s, n, before,
+                                          settle_s=options.orphan_grace_s + 2 * scan_s)  # fmt: skip
+    if fault == SLOW_ACK:
+        return slow_ack(target, observer, options.deadline_s, n, before, options.orphan_grace_s,
+                        hold_s=options.orphan_grace_s + 2 * scan_s + 1.0)  # fmt: skip
+    pipeline = target.workload
+    if not isinstance(pipeline, DriverProcess):
+        raise DrillError(f"{fault} needs a pipeline driver (--workload pipeline or kafka)")
+    savepoint = take_savepoint(target, pipeline, options.deadline_s)
+    if fault == SAVEPOINT_DRIVER_KILL:
+        result = _driver_fault(target, observer, options, n, before)
+        result.notes["committed_after_restart"] = wait_committed_after_restart(
+            pipeline, options.deadline_s)  # fmt: skip
+    else:
+        result = _leader_fault(target, observer, options, n, "kill-9", before)
+    result.action = f"{fault}: {savepoint.describe()}, then {result.action}"
+    result.notes["savepoint"] = {"id": savepoint.checkpoint_id, "outcome": savepoint.outcome}
+    return result
 
 
 def leak_after(options: ChaosOptions, target: Target) -> float:
@@ -331,8 +406,8 @@ def _driver_fault(
     before: Observation,
 ) -> IterationResult:
     pipeline = target.workload
-    if not isinstance(pipeline, ClicksPipeline):
-        raise DrillError("driver-kill needs the demo pipeline (--workload pipeline)")
+    if not isinstance(pipeline, DriverProcess):
+        raise DrillError("driver-kill needs a pipeline driver (--workload pipeline or kafka)")
     max_before = max((cid for cid, _ in before.completions), default=0)
     t0 = time.monotonic() - observer.started
     pipeline.kill()

@@ -24,8 +24,15 @@ from sparkpoint.config import ZooKeeperSettings
 from sparkpoint.devcluster.hdfs import LocalHdfs
 from sparkpoint.devcluster.zookeeper import LocalZooKeeper, ZooKeeperLaunchError
 from sparkpoint.drills.faults import ProxyGroup, parse_quorum
+from sparkpoint.drills.kafka_workload import KafkaOrdersPipeline, KafkaWorkloadError
 from sparkpoint.drills.replicas import LocalReplica, ReplicaSettings, local_pid_of
-from sparkpoint.drills.workload import AckDriver, ClicksPipeline, Workload, wait_started
+from sparkpoint.drills.workload import (
+    AckDriver,
+    ClicksPipeline,
+    DriverProcess,
+    Workload,
+    wait_started,
+)
 from sparkpoint.ha import HAError, ZooKeeperConnection, list_contenders
 from sparkpoint.storage.uri import parse
 
@@ -88,6 +95,12 @@ class LocalCluster:
     checkpoint_root: str | None = None
     # The HDFS holding ``checkpoint_root``, when it is one this machine runs (its faults).
     hdfs: LocalHdfs | None = None
+    # Brokers of a local Kafka for the Kafka workload (the orders job, Kafka to Kafka);
+    # 0: the demo pipeline on generated clicks.
+    kafka_nodes: int = 0
+    # Drivers of jobs a fault started beside the workload's (from its checkpoints): their
+    # jobs are checked with it, their processes stopped with it.
+    other_drivers: list[DriverProcess] = field(default_factory=list)
 
     def start(self) -> LocalCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -124,12 +137,18 @@ class LocalCluster:
         addresses = [r.address for r in self.replicas]
         self.workload: Workload
         if self.pipeline:
-            pipeline = ClicksPipeline(addresses, self.directory / "pipeline",
-                                      state_backend=self.state_backend)  # fmt: skip
+            pipeline: DriverProcess = (
+                KafkaOrdersPipeline(addresses, self.directory / "pipeline",
+                                    kafka_nodes=self.kafka_nodes) if self.kafka_nodes
+                else ClicksPipeline(addresses, self.directory / "pipeline",
+                                    state_backend=self.state_backend))  # fmt: skip
             if self.checkpoint_interval_ms is not None:
                 pipeline.interval_ms = self.checkpoint_interval_ms
-            pipeline.start()
-            self.workload = pipeline
+            self.workload = pipeline  # set first: close() stops what start() began
+            try:
+                pipeline.start()
+            except KafkaWorkloadError as exc:
+                raise DrillError(str(exc)) from exc
             if not wait_started(pipeline, 180):
                 raise DrillError(f"the demo pipeline did not start; see {pipeline.directory}")
         else:
@@ -151,6 +170,10 @@ class LocalCluster:
 
     def addresses(self) -> list[str]:
         return [r.address for r in self.replicas]
+
+    def job_ids(self) -> list[str]:
+        """The workload's job and every job a fault started beside it."""
+        return [self.workload.job_id, *(d.job_id for d in self.other_drivers)]
 
     def replica(self, instance_id: str) -> LocalReplica:
         for r in self.replicas:
@@ -180,6 +203,8 @@ class LocalCluster:
         return self.proxies[instance_id]
 
     def close(self) -> None:
+        for driver in self.other_drivers:
+            driver.abort()
         with contextlib.suppress(Exception):
             self.workload.abort()
         for replica in getattr(self, "replicas", []):

@@ -268,3 +268,93 @@ def check_shared_files_kept(report: SharedFilesReport, grace_s: float) -> Invari
     return _result(SHARED_FILES_KEPT, problems,
                    f"{len(report.referenced)} referenced, {len(report.young)} unreferenced "
                    f"within {grace_s:g} s")  # fmt: skip
+
+
+# --- savepoints, other jobs' checkpoints, slow acknowledgements -----------------------------
+
+OUTPUT_ONCE = "no_output_committed_twice"
+SHARED_FILES_EXIST = "referenced_shared_files_exist"
+RESTORES_OWN_CHECKPOINT = "second_job_restores_its_own_checkpoint"
+TIMEOUT_ABOVE_GRACE_REFUSED = "checkpoint_timeout_above_grace_refused"
+CLAIM_OF_OTHER_JOB_REFUSED = "claim_of_another_jobs_checkpoint_refused"
+
+
+def check_output_committed_once(lines: Sequence[str]) -> Invariant:
+    """No line of a job's committed output twice, while the job runs. Every line of the
+    demo pipeline's output is unique (a user's running count, a session's start), as is
+    every row id of the Kafka workload's output topic, so one seen twice is output
+    committed twice: a restore that replayed what a commit had already made visible
+    (say, a savepoint's)."""
+    twice = sorted(line for line, n in Counter(lines).items() if n > 1)
+    problems = [f"{len(twice)} lines committed more than once: {[t[:120] for t in twice[:2]]}"
+                ] if twice else []  # fmt: skip
+    return _result(OUTPUT_ONCE, problems, f"{len(lines)} committed lines, each once")
+
+
+def check_shared_files_exist(report: SharedFilesReport) -> Invariant:
+    """Every shared file a retained checkpoint references is there — of every job that
+    may reference another's files (a job started from another job's checkpoint), with
+    the report made over all of them. What the collector has still to delete is not
+    judged here (see :func:`check_shared_files_kept`): this holds at every moment."""
+    problems = [f"{len(report.missing)} referenced shared files missing: "
+                + ", ".join(f"{p} (checkpoints {list(report.referenced.get(p, ()))})"
+                            for p in report.missing[:3])] if report.missing else []  # fmt: skip
+    return _result(SHARED_FILES_EXIST, problems,
+                   f"{len(report.referenced)} referenced shared files, all there")  # fmt: skip
+
+
+def check_restored_own_checkpoint(
+    job_id: str, retained: int | None, restored: int | None, checkpointed: bool, why: str = ""
+) -> Invariant:
+    """A job started from another job's checkpoint, killed and started again, restores
+    from its own latest retained checkpoint (``retained``, read before the restart) and
+    completes a checkpoint from there. ``why``: what its driver said, if it gave up."""
+    problems = []
+    if retained is None:
+        problems.append(f"{job_id} retained no checkpoint of its own")
+    elif restored != retained:
+        problems.append(f"{job_id} restored {restored}, not its retained checkpoint {retained}")
+    if not checkpointed:
+        problems.append(f"{job_id} completed no checkpoint after the restore"
+                        + (f" ({why})" if why else ""))  # fmt: skip
+    return _result(RESTORES_OWN_CHECKPOINT, problems,
+                   f"{job_id} restored checkpoint {restored} and checkpointed on")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOutcome:
+    """What the leader answered to a request: accepted (``status`` None) or refused with
+    an HTTP status and message."""
+
+    status: int | None
+    message: str = ""
+
+
+def check_timeout_above_grace_refused(
+    outcome: RequestOutcome, timeout_s: float, grace_s: float
+) -> Invariant:
+    """A job whose checkpoint timeout exceeds the orphan grace period is refused at
+    registration, with a client error naming the timeout and the grace period: a
+    checkpoint's files could otherwise outlive the grace unacknowledged and be
+    collected under a checkpoint that then completes."""
+    asked = f"timeout {timeout_s:g} s above the grace period {grace_s:g} s"
+    if outcome.status is None:
+        return Invariant(TIMEOUT_ABOVE_GRACE_REFUSED, False, f"{asked}: accepted")
+    text = outcome.message.lower()
+    clear = 400 <= outcome.status < 500 and "timeout" in text and "grace" in text
+    return Invariant(TIMEOUT_ABOVE_GRACE_REFUSED, clear,
+                     f"{asked}: {outcome.status} {outcome.message[:200]}"
+                     + ("" if clear else " (not a client error naming both)"))  # fmt: skip
+
+
+def check_claim_of_other_job_refused(outcome: RequestOutcome, job_id: str, owner: str) -> Invariant:
+    """A restore that would claim another job's checkpoint (own its files, and so let
+    this job's collector delete what the owner still references) is refused with a
+    client error naming both jobs."""
+    asked = f"{job_id} claiming a checkpoint of {owner}"
+    if outcome.status is None:
+        return Invariant(CLAIM_OF_OTHER_JOB_REFUSED, False, f"{asked}: accepted")
+    clear = 400 <= outcome.status < 500 and job_id in outcome.message and owner in outcome.message
+    return Invariant(CLAIM_OF_OTHER_JOB_REFUSED, clear,
+                     f"{asked}: {outcome.status} {outcome.message[:200]}"
+                     + ("" if clear else " (not a client error naming both jobs)"))  # fmt: skip

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 import urllib.request
+from collections.abc import Callable
 
 from sparkpoint.client import ClientError, Conflict, CoordinatorClient
 from sparkpoint.drills.cluster import DrillError, LocalCluster
@@ -28,7 +29,7 @@ from sparkpoint.drills.invariants import Invariant
 from sparkpoint.drills.observer import ClusterObserver, Observation
 from sparkpoint.drills.report import IterationResult
 from sparkpoint.drills.verification import pending_ids
-from sparkpoint.drills.workload import ClicksPipeline
+from sparkpoint.drills.workload import DriverProcess
 from sparkpoint.storage.uri import parse
 
 JOB_FAULTS = ("stop-and-register", "rescale-in-flight", "slow-deletions")
@@ -49,16 +50,17 @@ def next_completion(
     return float(found) if isinstance(found, float) else None
 
 
-def _pipeline(target: LocalCluster, fault: str) -> ClicksPipeline:
-    if not isinstance(target.workload, ClicksPipeline):
-        raise DrillError(f"{fault} needs the demo pipeline (--workload pipeline)")
+def driver_process(target: LocalCluster, fault: str) -> DriverProcess:
+    """The workload's driver process (the demo pipeline's, or the Kafka workload's)."""
+    if not isinstance(target.workload, DriverProcess):
+        raise DrillError(f"{fault} needs a pipeline driver (--workload pipeline or kafka)")
     return target.workload
 
 
-def _poll(condition: object, timeout: float) -> bool:
+def poll_until(condition: Callable[[], object], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
+        if condition():
             return True
         time.sleep(0.05)  # a polling interval, not a synchronisation
     return False
@@ -82,13 +84,13 @@ def _request_stop(target: LocalCluster, job_id: str) -> bool:
 def stop_and_register(
     target: LocalCluster, observer: ClusterObserver, deadline_s: float, n: int, before: Observation
 ) -> IterationResult:
-    pipeline = _pipeline(target, "stop-and-register")
+    pipeline = driver_process(target, "stop-and-register")
     job_id = pipeline.job_id
     max_before = max((cid for cid, _ in before.completions), default=0)
     t0 = time.monotonic() - observer.started
     requested = _request_stop(target, job_id)
     proc = pipeline.proc
-    stopped = proc is not None and _poll(lambda: proc.poll() is not None, deadline_s)
+    stopped = proc is not None and poll_until(lambda: proc.poll() is not None, deadline_s)
     # Whichever request took (one may have timed out with its outcome unknown), the stop
     # savepoint is the one the driver heard complete with the stop flag.
     done = [n_ for n_ in pipeline.notices() if n_.get("type") == "complete"
@@ -106,7 +108,7 @@ def stop_and_register(
                                else "no stop-with-savepoint request was taken")  # fmt: skip
         return result
     record = target.conn.paths.job(job_id)
-    ended = _poll(lambda: target.conn.client.exists(record) is None, deadline_s)
+    ended = poll_until(lambda: target.conn.client.exists(record) is None, deadline_s)
     invariants = [Invariant(
         "job_ended_with_its_savepoint", bool(stopped and metadata and ended),
         f"savepoint {savepoint_id} completed, driver exited, the job's record removed"
@@ -141,9 +143,11 @@ def stop_and_register(
 def rescale_in_flight(
     target: LocalCluster, observer: ClusterObserver, deadline_s: float, n: int, before: Observation
 ) -> IterationResult:
-    pipeline = _pipeline(target, "rescale-in-flight")
+    pipeline = driver_process(target, "rescale-in-flight")
     max_before = max((cid for cid, _ in before.completions), default=0)
-    in_flight = _poll(lambda: bool(pending_ids(target.addresses(), pipeline.job_id)), deadline_s)
+    in_flight = poll_until(
+        lambda: bool(pending_ids(target.addresses(), pipeline.job_id)), deadline_s
+    )
     t0 = time.monotonic() - observer.started
     old, pipeline.parallelism = pipeline.parallelism, 3 if pipeline.parallelism == 2 else 2
     pipeline.kill()
@@ -181,7 +185,7 @@ def queued_deletions(address: str) -> float:
 
 def wait_for_queued_deletions(target: LocalCluster, leader: str, deadline_s: float) -> bool:
     address = target.replica(leader).address
-    return _poll(lambda: queued_deletions(address) >= 1, deadline_s)
+    return poll_until(lambda: queued_deletions(address) >= 1, deadline_s)
 
 
 #: The faults that register the job again, by name.

@@ -56,6 +56,8 @@ class ReplicaSettings:
     driver_takeover_timeout_s: float = _SERVICE.driver_takeover_timeout_s
     # A slow storage's deletions (the chaos drill's slow-deletions fault); 0: the product's.
     cleanup_delay_s: float = 0.0
+    # The jobs' checkpoint timeout (a job that sets none gets it); None: the product's.
+    checkpoint_timeout_s: float | None = None
 
     @property
     def checkpoint_timeout(self) -> float:
@@ -79,7 +81,9 @@ class ReplicaSettings:
             "execution.checkpointing.tolerable-failed-checkpoints": str(
                 self.tolerable_failed_checkpoints
             ),
-        }
+            **({"execution.checkpointing.timeout": f"{self.checkpoint_timeout_s:g} s"}
+               if self.checkpoint_timeout_s is not None else {}),
+        }  # fmt: skip
 
 
 @dataclass

@@ -55,6 +55,8 @@ class TargetSpec:
     storage: str = "local"
     #: --storage hdfs: the ``--dir`` of ``sparkpoint hdfs start`` (else the drill starts one).
     hdfs_dir: Path | None = None
+    #: --local: brokers of the Kafka workload's local Kafka; 0: the demo pipeline's clicks.
+    kafka_nodes: int = 0
 
 
 def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
@@ -64,8 +66,7 @@ def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
         "directory": str(spec.directory) if spec.local and spec.directory else None,
         "replicas": len(target.addresses()),
         "zookeeper_servers": 3 if spec.local else None,
-        "workload": ("demo pipeline (clicks)" if spec.pipeline else "acknowledging driver")
-        if spec.local else "acknowledging driver",
+        "workload": _workload(spec),
         "session_timeout_s": s.session_timeout_s,
         "takeover_timeout_s": s.takeover_timeout_s,
         "renew_interval_s": s.renew_interval_s,
@@ -74,10 +75,18 @@ def describe(spec: TargetSpec, target: Target) -> dict[str, object]:
         "zookeeper_fault_proxies": spec.zookeeper_proxies,
         "checkpoint_interval_ms": target.workload.interval_ms if spec.local else None,
         "state_backend": (spec.state_backend or default_state_backend().name)
-        if spec.local and spec.pipeline else None,
+        if spec.local and spec.pipeline and not spec.kafka_nodes else None,
         "storage": spec.storage if spec.local else None,
         **(_hdfs_description(target) if isinstance(target, LocalCluster) else {}),
     }  # fmt: skip
+
+
+def _workload(spec: TargetSpec) -> str:
+    if not (spec.local and spec.pipeline):
+        return "acknowledging driver"
+    if spec.kafka_nodes:
+        return f"orders job, Kafka to Kafka ({spec.kafka_nodes} broker(s), exactly-once sink)"
+    return "demo pipeline (clicks)"
 
 
 def _hdfs_description(target: LocalCluster) -> dict[str, object]:
@@ -107,7 +116,8 @@ def drill_target(spec: TargetSpec) -> Iterator[tuple[Target, ClusterObserver]]:
                               checkpoint_interval_ms=spec.checkpoint_interval_ms,
                               state_backend=spec.state_backend,
                               checkpoint_root=hdfs.root if hdfs else None,
-                              hdfs=hdfs.cluster if hdfs else None)  # fmt: skip
+                              hdfs=hdfs.cluster if hdfs else None,
+                              kafka_nodes=spec.kafka_nodes)  # fmt: skip
         try:
             target.start()
         except BaseException:
@@ -152,12 +162,14 @@ def finish(
 
 def shared_files_verdict(target: LocalCluster) -> Invariant:
     """No shared file a retained checkpoint references is missing, none that nothing
-    references is left once the collector had its grace period, a scan and a margin."""
+    references is left once the collector had its grace period, a scan and a margin —
+    over every job of the drill (the workload's, and those the chaos drill started from
+    its checkpoints, which may reference its files)."""
     s = target.settings
     grace_s = s.orphan_grace_s + s.orphan_scan_interval_s
     try:
         found = settled_shared_files_report(target.conn, target.checkpoint_dir,
-                                            target.workload.job_id, grace_s,
+                                            target.job_ids(), grace_s,
                                             within_s=grace_s + LEAK_MARGIN_S)  # fmt: skip
     except (HAError, StorageError, MetadataError) as exc:
         return Invariant(SHARED_FILES_KEPT, False, f"cannot read: {exc}")

@@ -10,6 +10,7 @@ for presence and size), then a restore plan is made from it for the job's regist
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from sparkpoint.checkpoint import CheckpointPointer
 from sparkpoint.client import ClientError, CoordinatorClient
@@ -30,7 +31,10 @@ from sparkpoint.storage import (
 from sparkpoint.storage.shared_files import (
     SharedFilesReport,
     check_job_shared_files,
+    check_shared_files,
+    list_shared_files,
     read_checkpoint,
+    shared_directory,
 )
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore, ZooKeeperJobRegistry
 
@@ -139,13 +143,19 @@ def metadata_written_after(checkpoint_root: str, wall_time: float) -> list[str]:
 
 
 def pending_ids(addresses: list[str], job_id: str) -> set[int] | None:
-    """Ids the leader has in flight (None: no leader answered)."""
-    try:
-        with CoordinatorClient(addresses, timeout_s=2.0, retry_for_s=5.0) as client:
-            history = client.checkpoints(job_id).get("history", [])
-    except (ClientError, HAError):
-        return None
-    return {int(r["id"]) for r in history if str(r.get("status")) in PENDING}
+    """Ids the leader has in flight (None: no leader answered). Asked of each replica in
+    turn: a follower answers too, from ZooKeeper, with no history (``source`` says
+    ``zookeeper``), and would make every checkpoint look settled."""
+    for address in addresses:
+        try:
+            with CoordinatorClient([address], timeout_s=2.0, retry_for_s=0.0) as client:
+                overview = client.checkpoints(job_id)
+        except (ClientError, HAError):
+            continue
+        if overview.get("source") == "leader":
+            history = overview.get("history", [])
+            return {int(r["id"]) for r in history if str(r.get("status")) in PENDING}
+    return None
 
 
 def retained_pointers(conn: ZooKeeperConnection, job_id: str) -> list[CheckpointPointer]:
@@ -170,17 +180,49 @@ def shared_files_report(
                                   grace_ms=grace_s * 1000)  # fmt: skip
 
 
-def settled_shared_files_report(
-    conn: ZooKeeperConnection, checkpoint_dir: str, job_id: str, grace_s: float, within_s: float
+def jobs_shared_files_report(
+    conn: ZooKeeperConnection, checkpoint_dir: str, job_ids: list[str], grace_s: float
 ) -> SharedFilesReport:
-    """:func:`shared_files_report` once it holds, or as it is after ``within_s``. At the
-    end of a drill the last checkpoints have just subsumed older ones: their files are
-    unreferenced only from now on, and the leader's collector deletes them a grace
+    """:func:`shared_files_across_jobs` of the jobs' retained checkpoints in ZooKeeper."""
+    retained = {job_id: retained_pointers(conn, job_id) for job_id in job_ids}
+    return shared_files_across_jobs(checkpoint_dir, retained, grace_s)
+
+
+def shared_files_across_jobs(
+    checkpoint_dir: str,
+    retained: Mapping[str, list[CheckpointPointer]],
+    grace_s: float,
+    now: float | None = None,
+) -> SharedFilesReport:
+    """:func:`shared_files_report` over several jobs at once: the ``shared/`` of each
+    against what the retained checkpoints of all of them reference. A job started from
+    another's checkpoint may reference that job's files: a file is missing only when no
+    job's ``shared/`` holds it, unreferenced only when no job's checkpoint names it."""
+    now = time.time() if now is None else now
+    fs = filesystem_for(checkpoint_dir)
+    checkpoints = [read_checkpoint(filesystem_for(p.metadata_uri), p.metadata_uri)
+                   for pointers in retained.values() for p in pointers]  # fmt: skip
+    directories = [shared_directory(checkpoint_dir, job_id) for job_id in retained]
+    listing = [f for directory in directories for f in list_shared_files(fs, directory)]
+    where = directories[0] if len(directories) == 1 else checkpoint_dir
+    return check_shared_files(where, listing, checkpoints, now_ms=int(now * 1000),
+                              grace_ms=grace_s * 1000)  # fmt: skip
+
+
+def settled_shared_files_report(
+    conn: ZooKeeperConnection,
+    checkpoint_dir: str,
+    job_ids: list[str],
+    grace_s: float,
+    within_s: float,
+) -> SharedFilesReport:
+    """:func:`jobs_shared_files_report` once it holds, or as it is after ``within_s``. At
+    the end of a drill the last checkpoints have just subsumed older ones: their files
+    are unreferenced only from now on, and the leader's collector deletes them a grace
     period (and a scan) later."""
     deadline = time.monotonic() + within_s
     while True:
-        report = shared_files_report(checkpoint_dir, job_id, retained_pointers(conn, job_id),
-                                     grace_s)  # fmt: skip
+        report = jobs_shared_files_report(conn, checkpoint_dir, job_ids, grace_s)
         if report.ok or time.monotonic() > deadline:
             return report
         time.sleep(0.5)

@@ -140,24 +140,16 @@ class AckDriver:
 
 
 @dataclass
-class ClicksPipeline:
-    """The clicks example as a driver process on an endless generated stream.
-
-    At the end of the drill the driver is interrupted (Ctrl-C: output of completed
-    checkpoints stays committed, the rest is replayed by the next start), then started
-    once more with the stream bounded at the offset the first run reached: it restores
-    from the latest completed checkpoint, replays to that bound and takes a last
-    checkpoint. Its committed output must then equal the example's ``expected_output``
-    of exactly that input — across every failover of the drill and a driver restore.
-    """
+class DriverProcess:
+    """A pipeline driver as a process of its own (``python -m <module>``) against the
+    replicas: started, killed (SIGKILL, its JVM too), started again. It appends every
+    notice it receives to ``notices.jsonl`` and one progress line per epoch to
+    ``progress.jsonl`` in ``directory``. Subclasses say which job and how it ends."""
 
     addresses: list[str]
     directory: Path
     job_id: str = "clicks"
     interval_ms: int = 500
-    splits: int = 2
-    users: int = 200
-    records_per_epoch: int = 200
     #: The driver's parallelism; the chaos drill's rescale fault changes it.
     parallelism: int = 2
     #: Where keyed state lives (``--state-backend`` of every driver run); None: its default.
@@ -174,25 +166,16 @@ class ClicksPipeline:
     def notice_log(self) -> Path:
         return self.directory / "notices.jsonl"
 
+    def command(self, records_per_split: int) -> list[str]:
+        """The driver's command line (``records_per_split``: 0 for an endless stream)."""
+        raise NotImplementedError
+
     def _spawn(self, records_per_split: int, name: str, *extra: str) -> subprocess.Popen[bytes]:
         self.directory.mkdir(parents=True, exist_ok=True)
-        command = [
-            sys.executable, "-m", "sparkpoint.examples.run_clicks",
-            "--job-id", self.job_id,
-            "--checkpoint-dir", str(self.directory / "unused-embedded-checkpoints"),
-            "--output", str(self.directory / "out"),
-            "--progress", str(self.progress),
-            "--master", "local[1]",
-            "--parallelism", str(self.parallelism),
-            "--splits", str(self.splits), "--users", str(self.users),
-            "--records-per-epoch", str(self.records_per_epoch),
-            "--records-per-split", str(records_per_split),
-            "--interval-ms", str(self.interval_ms),
-            "--coordinator", ",".join(a.removeprefix("http://") for a in self.addresses),
-            "--notices", str(self.notice_log),
-            *(("--state-backend", self.state_backend) if self.state_backend else ()),
-            *extra,
-        ]  # fmt: skip
+        command = [*self.command(records_per_split),
+                   "--coordinator", ",".join(a.removeprefix("http://") for a in self.addresses),
+                   "--notices", str(self.notice_log), "--progress", str(self.progress),
+                   *extra]  # fmt: skip
         with open(self.directory / f"{name}.log", "ab") as log:
             # Its own session: signals for the driver never reach the drill (and back).
             return subprocess.Popen(
@@ -213,7 +196,7 @@ class ClicksPipeline:
 
     def kill(self) -> None:
         """SIGKILL the driver (its whole process group: the JVM too), as a crash would."""
-        _kill(self.proc)
+        kill_group(self.proc)
 
     def start_standby(self) -> subprocess.Popen[bytes]:
         """Start a warm standby driver: it registers as the job's standby and waits."""
@@ -253,11 +236,66 @@ class ClicksPipeline:
             return out
         return []
 
+    def committed_lines(self) -> list[str] | None:
+        """The output committed so far, where the drill can read it while the job runs
+        (None: it cannot)."""
+        return None
+
+    def finish(self, timeout: float) -> Invariant | None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        kill_group(self.standby_proc)
+        kill_group(self.proc)
+
+
+@dataclass
+class ClicksPipeline(DriverProcess):
+    """The clicks example as a driver process on an endless generated stream.
+
+    At the end of the drill the driver is interrupted (Ctrl-C: output of completed
+    checkpoints stays committed, the rest is replayed by the next start), then started
+    once more with the stream bounded at the offset the first run reached: it restores
+    from the latest completed checkpoint, replays to that bound and takes a last
+    checkpoint. Its committed output must then equal the example's ``expected_output``
+    of exactly that input — across every failover of the drill and a driver restore.
+    """
+
+    splits: int = 2
+    users: int = 200
+    records_per_epoch: int = 200
+
+    def command(self, records_per_split: int) -> list[str]:
+        return [
+            sys.executable, "-m", "sparkpoint.examples.run_clicks",
+            "--job-id", self.job_id,
+            "--checkpoint-dir", str(self.directory / "unused-embedded-checkpoints"),
+            "--output", str(self.directory / "out"),
+            "--master", "local[1]",
+            "--parallelism", str(self.parallelism),
+            "--splits", str(self.splits), "--users", str(self.users),
+            "--records-per-epoch", str(self.records_per_epoch),
+            "--records-per-split", str(records_per_split),
+            "--interval-ms", str(self.interval_ms),
+            *(("--state-backend", self.state_backend) if self.state_backend else ()),
+        ]  # fmt: skip
+
+    def committed_lines(self) -> list[str] | None:
+        """Every line of every committed file of the sink (``part-*``; in-progress files
+        are elsewhere). Each line of the clicks output is unique — a user's running
+        count, a session's start — so a line seen twice was committed twice."""
+        lines: list[str] = []
+        with contextlib.suppress(FileNotFoundError):
+            for part in sorted((self.directory / "out").glob("part-*")):
+                with contextlib.suppress(FileNotFoundError):  # a rename in progress
+                    lines.extend(part.read_text().splitlines())
+        return lines
+
     def finish(self, timeout: float) -> Invariant | None:
         assert self.proc is not None
         # The standby first: granted the job when the active run releases it, it would
         # go on with the endless stream.
-        _kill(self.standby_proc)
+        kill_group(self.standby_proc)
         self.standby_proc = None
         os.kill(self.proc.pid, signal.SIGINT)
         try:
@@ -278,12 +316,8 @@ class ClicksPipeline:
             self.abort()
             return Invariant("exactly_once_output", False, "bounded replay did not finish")
         if code != 0:
-            log = self.directory / "driver-bounded.log"
-            last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-            return Invariant(
-                "exactly_once_output", False,
-                f"bounded replay exited {code} ({log}: {' '.join(last)[-300:]})",
-            )  # fmt: skip
+            last = last_log_line(self, "driver-bounded")
+            return Invariant("exactly_once_output", False, f"bounded replay exited {code} ({last})")
         return self._verdict(bound)
 
     def _verdict(self, bound: int) -> Invariant:
@@ -302,12 +336,15 @@ class ClicksPipeline:
         verdict = check_exactly_once(found["committed"], found["expected"])
         return Invariant(verdict.name, verdict.ok, f"{verdict.detail} (input: {bound} per split)")
 
-    def abort(self) -> None:
-        _kill(self.standby_proc)
-        _kill(self.proc)
+
+def last_log_line(driver: DriverProcess, name: str) -> str:
+    """The last line of the driver's log ``<name>.log``, and where it is."""
+    log = driver.directory / f"{name}.log"
+    last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+    return f"{log}: {' '.join(last)[-300:]}"
 
 
-def _kill(proc: subprocess.Popen[bytes] | None) -> None:
+def kill_group(proc: subprocess.Popen[bytes] | None) -> None:
     if proc is not None and proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -327,7 +364,7 @@ def epochs_read(reports: list[dict[str, Any]]) -> int:
     return total + run_max
 
 
-def wait_started(pipeline: ClicksPipeline, timeout: float, runs: int = 1) -> bool:
+def wait_started(pipeline: DriverProcess, timeout: float, runs: int = 1) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if pipeline.running(runs):

@@ -2,7 +2,13 @@
 real ``CheckpointCoordinator``, a standalone counter and store, writing checkpoints to
 real storage. No service, no ZooKeeper — for single-process runs, tests and benchmarks.
 A restarted driver restores from the newest complete ``chk-<id>`` on disk (``_metadata``
-is written last, so that one is whole).
+is written last, so that one is whole) — or from the job's last stop-with-savepoint when
+that is newer: its sinks committed there, so nothing older may be replayed. What outlives
+the process is kept beside the checkpoints, in the job's directory: the checkpoint-id
+counter (``_next-checkpoint-id/<id>``: a restarted driver never hands out an id an
+earlier one used, a savepoint's included, which no ``chk-<id>`` records) and each
+stop-with-savepoint (``_stopped-with-savepoint/<id>``, holding its ``_metadata`` URI,
+written before the driver hears of the completion and commits).
 
 Driver runs behave exactly as with the service, because they are the same code: each
 registration starts a run with a new id, a run that is no longer current is refused
@@ -20,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from sparkpoint.checkpoint import JobGraph
+from sparkpoint.checkpoint import JobGraph, JobStatus, validate_checkpoint_id
 from sparkpoint.coordinator import (
     Acknowledgement,
     CheckpointCoordinator,
@@ -30,15 +36,81 @@ from sparkpoint.coordinator import (
     SupersededRunError,
     UnknownCheckpointError,
 )
-from sparkpoint.counter import StandaloneCheckpointIDCounter
+from sparkpoint.counter.api import INITIAL_CHECKPOINT_ID
 from sparkpoint.runs.job_runs import JobRuns
-from sparkpoint.runs.messages import Ack, Restored, RestoreMode, RunNotice, RunSuperseded
+from sparkpoint.runs.messages import (
+    Ack,
+    CheckpointCompleted,
+    Restored,
+    RestoreMode,
+    RunNotice,
+    RunSuperseded,
+)
 from sparkpoint.runs.session import JobSession
-from sparkpoint.storage import CheckpointStorage
+from sparkpoint.storage import CheckpointStorage, FileAlreadyExists, FileSystem
+from sparkpoint.storage.uri import parse
 from sparkpoint.store import JobRecord, StandaloneCompletedCheckpointStore
 
 #: How often a waiting standby asks whether it was granted the job.
 _GRANT_POLL_S = 0.05
+#: Directories in the job's checkpoint directory (see the module docstring).
+_COUNTER_DIR = "_next-checkpoint-id"
+_STOPS_DIR = "_stopped-with-savepoint"
+
+
+def _id_name(checkpoint_id: int) -> str:
+    return f"{checkpoint_id:020d}"
+
+
+def _ids_in(fs: FileSystem, directory: str) -> dict[int, str]:
+    """id → path of the files named by an id in ``directory`` (none if it is missing)."""
+    if not fs.exists(directory):
+        return {}
+    return {int(e.name): e.path for e in fs.list(directory) if e.name.isdigit()}
+
+
+class _DurableCounter:
+    """The checkpoint-id counter of a job of the embedded coordinator, kept in the job's
+    directory: each id is recorded before it is handed out, so the next process goes on
+    above it."""
+
+    def __init__(self, storage: CheckpointStorage, job_id: str) -> None:
+        directory = storage.job_directory(job_id)
+        self._fs = storage.filesystem(directory)
+        self._dir = str(parse(directory).child(_COUNTER_DIR))
+        self._fs.mkdirs(self._dir)
+        self._next = max(_ids_in(self._fs, self._dir), default=INITIAL_CHECKPOINT_ID)
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Read at construction."""
+
+    def shutdown(self, job_status: JobStatus) -> None:
+        """Kept whatever the status: a later process of the job goes on above it."""
+
+    def get_and_increment(self) -> int:
+        with self._lock:
+            current = self._next
+            self._record(current + 1)
+            return current
+
+    def get(self) -> int:
+        with self._lock:
+            return self._next
+
+    def set_count(self, new_count: int) -> None:
+        validate_checkpoint_id(new_count)
+        with self._lock:
+            self._record(new_count)
+
+    def _record(self, next_id: int) -> None:
+        """Write ``next_id`` (then drop the smaller ones: the largest file is the value)."""
+        with suppress(FileAlreadyExists):
+            self._fs.write_atomic(str(parse(self._dir).child(_id_name(next_id))), b"")
+        self._next = next_id
+        for checkpoint_id, path in _ids_in(self._fs, self._dir).items():
+            if checkpoint_id < next_id:
+                self._fs.delete(path)
 
 
 class _ProcessHost:
@@ -68,7 +140,7 @@ class _ProcessHost:
     def open_session(self, record: JobRecord, notice_base: int) -> JobSession:
         assert self.runs is not None
         options = self.runs.options(record.checkpoint_config)
-        counter = StandaloneCheckpointIDCounter()
+        counter = _DurableCounter(self.storage, record.job_id)
         store = StandaloneCompletedCheckpointStore(options.max_retained)
         coordinator = CheckpointCoordinator(
             record.graph, options, counter=counter, store=store, storage=self.storage,
@@ -168,7 +240,32 @@ class EmbeddedChannel:
         self.standby = False
         for notice in beat.notices:
             self._seq = max(self._seq, notice.seq)
+            if isinstance(notice, CheckpointCompleted) and notice.stop:
+                self._record_stop(job_id, notice)
         return beat.notices
+
+    def _record_stop(self, job_id: str, notice: CheckpointCompleted) -> None:
+        """Remember a completed stop-with-savepoint before the driver commits at it: a
+        driver restarted after that commit restores it, never an older checkpoint."""
+        directory = parse(self.storage.job_directory(job_id)).child(_STOPS_DIR)
+        fs = self.storage.filesystem(str(directory))
+        fs.mkdirs(str(directory))
+        with suppress(FileAlreadyExists):
+            fs.write_atomic(
+                str(directory.child(_id_name(notice.checkpoint_id))), notice.metadata_uri.encode()
+            )
+
+    def _newest_restorable(self, job_id: str) -> str | None:
+        """The newest complete checkpoint on disk or the last stop-with-savepoint,
+        whichever is newer (None: neither)."""
+        job_directory = self.storage.job_directory(job_id)
+        checkpoints = self.storage.list_checkpoints(job_id, completed_only=True)
+        stops_dir = str(parse(job_directory).child(_STOPS_DIR))
+        fs = self.storage.filesystem(stops_dir)
+        stops = _ids_in(fs, stops_dir)
+        if stops and max(stops) > max(checkpoints, default=0):
+            return fs.read(stops[max(stops)]).decode()
+        return job_directory if checkpoints else None
 
     def release(self) -> None:
         if self.run_id is None:
@@ -181,12 +278,13 @@ class EmbeddedChannel:
         self, graph: JobGraph, pointer: str | None = None, mode: RestoreMode | None = None
     ) -> Restored | None:
         job_id, run_id = self._run()
-        if pointer is None and self.storage.list_checkpoints(graph.job_id, completed_only=True):
-            # A restarted driver: the newest complete checkpoint on disk (this process's
-            # store starts empty, the files are what outlived the last one) — the job's
-            # own latest, claimed as a restart from the store's latest would be.
-            pointer = self.storage.job_directory(graph.job_id)
-            mode = mode or RestoreMode.CLAIM
+        if pointer is None:
+            # A restarted driver: what outlived the last process on disk (this process's
+            # store starts empty). The job's own latest checkpoint is claimed, as a restart
+            # from the store's latest would be; a stop-with-savepoint is restored no-claim.
+            pointer = self._newest_restorable(graph.job_id)
+            if pointer == self.storage.job_directory(graph.job_id):
+                mode = mode or RestoreMode.CLAIM
         with self._as_run():
             planned = self._runs.restore_plan(
                 job_id, graph, run_id=run_id, pointer=pointer, mode=mode

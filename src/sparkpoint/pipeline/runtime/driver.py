@@ -220,16 +220,26 @@ class PipelineDriver:
                 self._on_abort(notice)
 
     def _on_complete(self, notice: CheckpointCompleted) -> None:
-        committed = self._sink.commit_up_to(notice.checkpoint_id)
+        cid = notice.checkpoint_id
+        stops = cid == self._stop_savepoint or notice.stop
         for tasks in self._state_tasks:
-            tasks.completed(notice.checkpoint_id)
-        self._source.notify_checkpoint_complete(notice.checkpoint_id)
-        self._function_notices.append(("complete", notice.checkpoint_id))
-        self.status.completed.append(notice.checkpoint_id)
+            tasks.completed(cid)
+        self.status.completed.append(cid)
+        if notice.kind is CheckpointKind.SAVEPOINT and not stops:
+            # An intermediate savepoint is never restored by a restart (the latest
+            # completed checkpoint is), so it commits nothing: were it to, a restart from
+            # the checkpoint before it would replay what it committed. Its transactions
+            # stay pending, in the next checkpoint's state, and commit with it; a job
+            # started from the savepoint itself commits them on restore.
+            log.info("savepoint %d complete; its output commits with the next checkpoint", cid)
+            return
+        committed = self._sink.commit_up_to(cid)
+        self._source.notify_checkpoint_complete(cid)
+        self._function_notices.append(("complete", cid))
         if notice.kind is CheckpointKind.CHECKPOINT:
-            self.status.last_completed = notice.checkpoint_id
-        log.info("checkpoint %d complete: %d files committed", notice.checkpoint_id, committed)
-        if notice.checkpoint_id == self._stop_savepoint:
+            self.status.last_completed = cid
+        log.info("checkpoint %d complete: %d transactions committed", cid, committed)
+        if stops:
             self._stopped = self.status.finished = True
 
     def _on_abort(self, notice: CheckpointAborted) -> None:
@@ -410,6 +420,14 @@ class PipelineDriver:
         self.status.finished = True
         return done
 
+    def savepoint(self, target_dir: str | None = None, timeout_s: float = 120.0) -> str:
+        """Savepoint after the next epoch and go on. Returns the savepoint directory. Its
+        sink transactions commit with the next completed checkpoint (a restart restores
+        that or an older one, never the savepoint), or when a job starts from it."""
+        cid = self.channel.trigger_savepoint(target_dir, stop=False)
+        self._wait_for(cid, timeout_s)
+        return self.status.savepoints[cid]
+
     def stop_with_savepoint(self, target_dir: str | None = None, timeout_s: float = 120.0) -> str:
         """Savepoint after the next epoch, then stop. Returns the savepoint directory."""
         cid = self.channel.trigger_savepoint(target_dir, stop=True)
@@ -434,13 +452,17 @@ class PipelineDriver:
         return checkpoint_id
 
     def close(self) -> None:
-        """Release the run (a standby may take over at once), the channel and the
-        source's clients (none is left reconnecting to a broker after the job)."""
+        """Release the run (a standby may take over at once), the channel and the clients
+        of the source and the sink (nothing is left reconnecting to a broker or server
+        after the job)."""
         try:
             self._plan.cache.release_all()
             if not self.superseded:
                 self.channel.release()
             self.channel.close()
         finally:
-            if self._source is not None:
-                self._source.close()
+            try:
+                self._sink.close()
+            finally:
+                if self._source is not None:
+                    self._source.close()

@@ -31,11 +31,13 @@ P = TypeVar("P")  # a pre-committed transaction (picklable: it goes into checkpo
 
 
 class Sink(Protocol):
-    """What the driver calls on a sink (:class:`TwoPhaseCommitSink` below implements it). Phase one:
-    ``writer(process_tag, epoch)`` is shipped to the executors, its ``write(partition, outputs)``
-    results come back to ``epoch_written``. Phase two: ``pre_commit`` at a snapshot,
-    ``snapshot`` for the checkpoint's operator state, ``commit_up_to`` on completion,
-    ``restore`` with the restored checkpoint's elements (none on a fresh start)."""
+    """What the driver calls on a sink (:class:`TwoPhaseCommitSink` below implements it).
+    Phase one: ``writer(process_tag, epoch)`` is shipped to the executors, its
+    ``write(partition, outputs)`` results come back to ``epoch_written``. Phase two:
+    ``pre_commit`` at a snapshot, ``snapshot`` for the checkpoint's operator state,
+    ``commit_up_to`` on completion, ``restore`` with the restored checkpoint's elements
+    (none on a fresh start); ``close`` when the job goes away (the driver's ``close``): it
+    releases every client the sink opened, and a sink used again opens them again."""
 
     def bind(self, job_id: str, operator_uid: str) -> None: ...
 
@@ -50,6 +52,8 @@ class Sink(Protocol):
     def commit_up_to(self, checkpoint_id: int) -> int: ...
 
     def restore(self, elements: Iterable[bytes]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,9 @@ class TwoPhaseCommitSink(ABC, Generic[T, P]):
 
     def abort(self, transaction: T) -> None:
         """Drop an open transaction (nothing was sent before pre-commit)."""
+
+    def close(self) -> None:
+        """Release the connector's clients (a connector that keeps one overrides this)."""
 
     # -- the driver's protocol ---------------------------------------------------------
 

@@ -150,6 +150,9 @@ class TransactionalFileSink:
                 self._fs.delete(entry.path)
         self._open, self._pending = [], {}
 
+    def close(self) -> None:
+        """No client to release: files are written and renamed through the storage."""
+
     def committed_lines(self) -> list[str]:
         """Every line of every committed file (for checks and the demo)."""
         lines: list[str] = []

@@ -12,12 +12,18 @@ Instead (docs/kafka.md):
    ``<topic>.sparkpoint-commits``, one partition): the records and the record "batch N is
    in" become visible together, or not at all.
 3. A restarted run (cold restart, standby, rescale) calls ``init_transactions`` with the
-   same transactional id (``sparkpoint-<job>-<operator>``): Kafka fences the old producer
+   same transactional id: Kafka fences the old producer
    and finishes its last transaction — commits it if its commit had been requested,
    aborts it otherwise. The run then reads the commit log's newest record M (the newest
    batch that is in) and produces the restored checkpoint's staged batches above M; those ≤ M are
    skipped. So each batch is in the output exactly once, and a ``read_committed``
    consumer sees it only after its checkpoint completed.
+
+The transactional id — also the key of the sink's records in the commit log — is the
+sink's *identity*, kept in its operator state: ``sparkpoint-<job>-<operator>`` of the job
+that first ran the sink, inherited by every job restored from one of its checkpoints or
+savepoints (another job id included). So a job started from a savepoint finds the
+markers of the batches the savepoint's job produced and produces none of them again.
 
 A Kafka transaction is open only while one batch is produced, so ``transaction.timeout.ms``
 must cover producing one checkpoint's output, not the checkpoint interval; the sink still
@@ -30,6 +36,7 @@ at once and flushes at every snapshot; a restart may write some of them again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -47,6 +54,7 @@ log = logging.getLogger(__name__)
 
 Record = tuple[bytes | None, bytes]  # key, value
 _CHUNK = 10_000  # records per operator-state element
+_MAX_TOPIC_NAME = 249  # Kafka's limit
 
 
 def json_record(value: Any) -> Record:
@@ -55,6 +63,15 @@ def json_record(value: Any) -> Record:
 
 class KafkaSinkError(RuntimeError):
     """The sink cannot go on (fenced by a newer run, or a setting Kafka refused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SinkIdentity:
+    """The transactional id the sink's batches are produced and marked under (one
+    operator-state element; a checkpoint without one is of a job that used its own
+    ``sparkpoint-<job>-<operator>``, which is what the restoring job then takes)."""
+
+    transactional_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +130,24 @@ class KafkaSink:
 
     @property
     def commit_log(self) -> str:
-        """The topic whose records say which batches are in (one per checkpoint)."""
+        """The topic whose records say which of this sink's batches are in (one record
+        per checkpoint): the sink identity's own, so that no other job's transaction —
+        one a killed driver left open holds a partition's last stable offset until
+        ``transaction.timeout.ms`` — is in front of the records a restore reads."""
+        name = f"{self.topic}.sparkpoint-commits.{self.transactional_id}"
+        if len(name) <= _MAX_TOPIC_NAME:
+            return name
+        digest = hashlib.sha256(self.transactional_id.encode()).hexdigest()[:16]
+        return f"{name[: _MAX_TOPIC_NAME - 17]}-{digest}"
+
+    @property
+    def shared_commit_log(self) -> str:
+        """The commit log every sink of the topic shared before each identity had its
+        own; read only when the own one has no record yet (a job that ran before)."""
         return f"{self.topic}.sparkpoint-commits"
 
     def bind(self, job_id: str, operator_uid: str) -> None:
+        """The identity of a first start; a restore replaces it by the checkpoint's."""
         self.transactional_id = f"sparkpoint-{job_id}-{operator_uid}"
 
     def writer(self, process_tag: str, epoch: int) -> CollectingWriter:
@@ -138,7 +169,8 @@ class KafkaSink:
 
     def snapshot(self, parallelism: int) -> list[list[bytes]]:
         out: list[list[bytes]] = [[] for _ in range(parallelism)]
-        n = 0
+        out[0].append(pickles.dumps(SinkIdentity(self.transactional_id)))
+        n = 1
         for cid, records in sorted(self._staged.items()):
             for index, start in enumerate(range(0, len(records), _CHUNK)):
                 chunk = StagedChunk(cid, index, tuple(records[start : start + _CHUNK]))
@@ -154,9 +186,18 @@ class KafkaSink:
         return done
 
     def restore(self, elements: Iterable[bytes]) -> None:
-        """Fence the previous run, learn which batch is in, produce the restored ones above."""
+        """Take the checkpoint's identity, fence the previous run of it, learn which batch
+        is in, and produce the restored ones above."""
+        loaded = [pickles.loads(e) for e in elements]
+        for identity in (e for e in loaded if isinstance(e, SinkIdentity)):
+            if identity.transactional_id != self.transactional_id:
+                log.info("sink %s: restored as %s (the checkpoint's identity)",
+                         self.transactional_id, identity.transactional_id)  # fmt: skip
+                self.close()  # a producer of the other id must not be used
+                self.transactional_id = identity.transactional_id
         chunks = sorted(
-            (pickles.loads(e) for e in elements), key=lambda c: (c.checkpoint_id, c.index)
+            (e for e in loaded if isinstance(e, StagedChunk)),
+            key=lambda c: (c.checkpoint_id, c.index),
         )
         self._open, self._staged = [], {}
         if not self.exactly_once:
@@ -271,6 +312,7 @@ class KafkaSink:
                 # Fences every earlier producer of this id and completes its transaction.
                 producer.init_transactions(self.timeout_s)
             except KafkaException as exc:
+                producer.close()
                 raise KafkaSinkError(
                     f"sink {self.transactional_id}: Kafka refused the transactional producer "
                     f"({exc.args[0].str()}); is transaction_timeout_ms="
@@ -281,10 +323,15 @@ class KafkaSink:
         return self._producer
 
     def close(self) -> None:
-        """Release the clients (an open batch is not produced: its checkpoint never came)."""
-        if self._producer is not None:
-            self._producer.flush(self.timeout_s)
-            self._producer = None
+        """Release the producer (an open batch is not produced: its checkpoint never
+        came). Idempotent; a sink used again opens a new one."""
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            try:
+                if producer.flush(self.timeout_s) > 0:
+                    producer.purge()  # undeliverable (a broker away): close must not wait
+            finally:
+                producer.close()
 
     def _read_marker(self) -> int | None:
         """The newest checkpoint id in the commit log (read_committed), or None."""
@@ -295,26 +342,39 @@ class KafkaSink:
              "isolation.level": "read_committed"}
         )  # fmt: skip
         try:
-            tp = TopicPartition(self.commit_log, 0)
-            low, end = consumer.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)
-            window = 64  # each transaction adds its record and a marker; aborts add more
-            while True:
-                start = max(low, end - window)
-                newest = self._newest_in(consumer, start, end)
-                if newest is not None or start == low:
-                    return newest
-                window *= 4
+            newest = self._newest_of(consumer, self.commit_log)
+            if newest is None and self._exists(consumer, self.shared_commit_log):
+                newest = self._newest_of(consumer, self.shared_commit_log)
+            return newest
         finally:
             consumer.close()
 
-    def _newest_in(self, consumer: Consumer, start: int, end: int) -> int | None:
-        tp = TopicPartition(self.commit_log, 0)
-        consumer.assign([TopicPartition(self.commit_log, 0, start)])
+    def _exists(self, consumer: Consumer, topic: str) -> bool:
+        found = consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
+        return found is not None and found.error is None and bool(found.partitions)
+
+    def _newest_of(self, consumer: Consumer, topic: str) -> int | None:
+        tp = TopicPartition(topic, 0)
+        low, end = consumer.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)
+        window = 64  # each transaction adds its record and a marker; aborts add more
+        while True:
+            start = max(low, end - window)
+            newest = self._newest_in(consumer, topic, start, end)
+            if newest is not None or start == low:
+                return newest
+            window *= 4
+
+    def _newest_in(self, consumer: Consumer, topic: str, start: int, end: int) -> int | None:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([TopicPartition(topic, 0, start)])
         newest: int | None = None
         deadline = time.monotonic() + self.timeout_s
         while start < end and consumer.position([tp])[0].offset < end:
             if time.monotonic() > deadline:
-                raise KafkaSinkError(f"sink {self.transactional_id}: {self.commit_log} unreadable")
+                raise KafkaSinkError(
+                    f"sink {self.transactional_id}: {topic} unreadable in {self.timeout_s} s "
+                    "(a transaction still open in it holds its last stable offset)"
+                )
             for m in consumer.consume(1000, timeout=0.5):
                 if m.error() is None and m.key() == self.transactional_id.encode():
                     newest = max(newest or 0, int(m.value()))

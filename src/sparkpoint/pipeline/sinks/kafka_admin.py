@@ -13,11 +13,17 @@ def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(t, n) for t, n in partitions.items()])
     for future in futures.values():
-        try:
-            future.result(60)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
+        # exception(), not result(): a raised error's traceback would hold this frame,
+        # and with it the client, in a cycle — its threads would live on, reconnecting
+        # to a broker long gone, until a garbage collection.
+        error = future.exception(60)
+        if error is None:
+            continue
+        if not (
+            isinstance(error, KafkaException)
+            and error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+        ):
+            raise error
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         topics = admin.list_topics(timeout=10).topics

@@ -76,6 +76,10 @@ class RoutedSink:
     def commit_up_to(self, checkpoint_id: int) -> int:
         return sum(sink.commit_up_to(checkpoint_id) for sink in self.sinks)
 
+    def close(self) -> None:
+        for sink in self.sinks:
+            sink.close()
+
     def restore(self, elements: Iterable[bytes]) -> None:
         per_sink: list[list[bytes]] = [[] for _ in self.sinks]
         for element in elements:
