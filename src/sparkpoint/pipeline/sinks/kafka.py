@@ -41,6 +41,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -312,7 +313,7 @@ class KafkaSink:
                 # Fences every earlier producer of this id and completes its transaction.
                 producer.init_transactions(self.timeout_s)
             except KafkaException as exc:
-                producer.close()
+                _release(producer)
                 raise KafkaSinkError(
                     f"sink {self.transactional_id}: Kafka refused the transactional producer "
                     f"({exc.args[0].str()}); is transaction_timeout_ms="
@@ -327,11 +328,10 @@ class KafkaSink:
         came). Idempotent; a sink used again opens a new one."""
         producer, self._producer = self._producer, None
         if producer is not None:
-            try:
+            with suppress(KafkaException):  # a fenced or failed producer still goes
                 if producer.flush(self.timeout_s) > 0:
                     producer.purge()  # undeliverable (a broker away): close must not wait
-            finally:
-                producer.close()
+            _release(producer)
 
     def _read_marker(self) -> int | None:
         """The newest checkpoint id in the commit log (read_committed), or None."""
@@ -379,3 +379,10 @@ class KafkaSink:
                 if m.error() is None and m.key() == self.transactional_id.encode():
                     newest = max(newest or 0, int(m.value()))
         return newest
+
+
+def _release(producer: Producer) -> None:
+    """Close ``producer``; one that is fenced or failed fatally refuses to end its
+    transaction, and is released all the same when the last reference goes, here."""
+    with suppress(KafkaException):
+        producer.close()
