@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from sparkpoint.checkpoint import CheckpointKind
 from sparkpoint.pipeline.api.builder import Pipeline
-from sparkpoint.pipeline.api.operator_state import decode_element
 from sparkpoint.pipeline.channels.protocol import (
     Ack,
     CheckpointAborted,
@@ -37,16 +36,14 @@ from sparkpoint.pipeline.channels.protocol import (
     RunSuperseded,
     TriggerCheckpoint,
 )
-from sparkpoint.pipeline.runtime.clock import SOURCE_WATERMARKS, EpochClock
+from sparkpoint.pipeline.runtime.clock import EpochClock
 from sparkpoint.pipeline.runtime.epoch_plan import EpochPlan
 from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner
 from sparkpoint.pipeline.runtime.progress import ProgressMeter
 from sparkpoint.pipeline.runtime.snapshots import (
-    SINK_TRANSACTIONS,
-    SOURCE_OFFSETS,
     checkpoint_location,
     driver_side_acks,
-    restored_elements,
+    restore_driver_side,
 )
 from sparkpoint.pipeline.runtime.status import DriverStatus
 from sparkpoint.pipeline.state.tasks import StateTasks, check_state_in_place
@@ -169,23 +166,10 @@ class PipelineDriver:
         restored = self.channel.restore(self.graph, self._restore_from, self._restore_mode)
         if restored is None:
             self._sink.restore([])  # no checkpoint owns any earlier transaction
-            for n in range(len(self._stages)):
-                self._plan.load_state(n, self._plan.empty_state())
+            self._plan.restore_states(None)
             return None
-        plan = restored.plan
-        source_uid, sink_uid = self.pipeline.source_uid, self.pipeline.sink_uid
-        source_elements = restored_elements(plan, source_uid, SOURCE_OFFSETS)
-        self._source.restore(dict(decode_element(e) for e in source_elements))
-        self._clock.restore(
-            decode_element(e) for e in restored_elements(plan, source_uid, SOURCE_WATERMARKS)
-        )
-        self._sink.restore(restored_elements(plan, sink_uid, SINK_TRANSACTIONS))
-        for n, stage in enumerate(self._stages):
-            # A keyed stage the checkpoint does not have (added since) starts empty.
-            operator = plan.operators.get(stage.uid)
-            subtasks = operator.subtasks if operator is not None else self._plan.empty_state()
-            self._plan.load_state(n, subtasks)
-            self._state_tasks[n].restored(subtasks, claimed=restored.claimed)
+        restore_driver_side(restored.plan, self.pipeline, self._source, self._sink, self._clock)
+        self._plan.restore_states(restored.plan, claimed=restored.claimed)
         self.status.restored_from = restored.checkpoint_id
         log.info(
             "restored job %s from %s %d at parallelism %d (%s)",
@@ -353,15 +337,8 @@ class PipelineDriver:
             for stage, by_index in zip(self._stages, states, strict=True)
             for i, state in sorted(by_index.items())
         ]
-        acks += driver_side_acks(
-            location,
-            self._source,
-            self.pipeline.source_uid,
-            self._sink,
-            self.pipeline.sink_uid,
-            self._p,
-            self._clock.snapshot(),
-        )
+        watermarks = self._clock.snapshot()
+        acks += driver_side_acks(location, self.pipeline, self._source, self._sink, watermarks)
         if trigger.stop:
             self._stop_savepoint = cid
         try:

@@ -120,6 +120,16 @@ class EpochPlan:
         self._epochs_since_reload = 0
         self.states[stage] = self.cache.keep(state.persist(StorageLevel.MEMORY_AND_DISK))
 
+    def restore_states(self, plan: Any | None, *, claimed: bool = False) -> None:
+        """Every keyed stage's state RDD from a restore plan, or empty (``plan`` None: a
+        fresh start). A stage the checkpoint does not have (added since) starts empty."""
+        for n, stage in enumerate(self._stages):
+            operator = None if plan is None else plan.operators.get(stage.uid)
+            subtasks = operator.subtasks if operator is not None else self.empty_state()
+            self.load_state(n, subtasks)
+            if plan is not None:
+                self._state_tasks[n].restored(subtasks, claimed=claimed)
+
     def empty_state(self) -> tuple[SubtaskRestore, ...]:
         """Every subtask with its key groups and no state (a fresh start)."""
         m = self._pipeline.effective_max_parallelism

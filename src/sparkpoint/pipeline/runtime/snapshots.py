@@ -4,18 +4,21 @@ the sink's transactions, one operator-state stream per subtask (docs/architectur
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkpoint.checkpoint import CheckpointKind, DistributionMode, OperatorSubtaskState
-from sparkpoint.pipeline.api.operator_state import encode_element
+from sparkpoint.pipeline.api.operator_state import decode_element, encode_element
 from sparkpoint.pipeline.channels.protocol import Ack, TriggerCheckpoint
-from sparkpoint.pipeline.runtime.clock import SOURCE_WATERMARKS
+from sparkpoint.pipeline.runtime.clock import SOURCE_WATERMARKS, EpochClock
 from sparkpoint.pipeline.sinks.base import Sink
 from sparkpoint.pipeline.sources import Source
 from sparkpoint.recovery.reader import read_operator_state
 from sparkpoint.storage import filesystem_for
 from sparkpoint.storage.location import CheckpointLocation
 from sparkpoint.storage.streams import StateOutputStream
+
+if TYPE_CHECKING:
+    from sparkpoint.pipeline.api.builder import Pipeline
 
 #: The state names of the source's offsets and the sink's transactions (the source's
 #: event-time maxima are SOURCE_WATERMARKS, clock.py).
@@ -40,15 +43,14 @@ def checkpoint_location(
 
 def driver_side_acks(
     location: CheckpointLocation,
+    pipeline: Pipeline,
     source: Source,
-    source_uid: str,
     sink: Sink,
-    sink_uid: str,
-    parallelism: int,
     watermarks: Sequence[tuple[str, int]] = (),
 ) -> list[Ack]:
     """Source offsets (and event-time maxima, clock.py) and sink transactions,
     one operator-state stream per subtask."""
+    source_uid, sink_uid, parallelism = pipeline.source_uid, pipeline.sink_uid, pipeline.parallelism
     source_parts: dict[str, list[list[bytes]]] = {
         SOURCE_OFFSETS: _spread(sorted(source.offsets().items()), parallelism)
     }
@@ -93,3 +95,15 @@ def _write_operator_state(
         for element in elements:
             writer.add(name, DistributionMode.SPLIT_DISTRIBUTE, element)
     return OperatorSubtaskState(operator=(writer.handle(stream.close_and_get_handle()),))
+
+
+def restore_driver_side(
+    plan: Any, pipeline: Pipeline, source: Source, sink: Sink, clock: EpochClock
+) -> None:
+    """What :func:`driver_side_acks` wrote, back from a restore plan: the source's offsets
+    and event-time maxima, the sink's transactions."""
+    source_uid, sink_uid = pipeline.source_uid, pipeline.sink_uid
+    offsets = restored_elements(plan, source_uid, SOURCE_OFFSETS)
+    source.restore(dict(decode_element(e) for e in offsets))
+    clock.restore(decode_element(e) for e in restored_elements(plan, source_uid, SOURCE_WATERMARKS))
+    sink.restore(restored_elements(plan, sink_uid, SINK_TRANSACTIONS))
