@@ -1,5 +1,5 @@
-"""Savepoints: a target directory, outside retention, never subsumed or discarded;
-stop-with-savepoint ends triggering for the job."""
+"""Savepoints: a target directory, never subsumed or discarded, outside retention unless
+they stop the job; stop-with-savepoint ends triggering for the job."""
 
 from __future__ import annotations
 
@@ -94,8 +94,13 @@ def test_stop_with_savepoint_ends_triggering(tmp_path: Path) -> None:
     assert h.coordinator.tick().triggered is None
     with pytest.raises(TriggerRejectedError, match="FINISHED"):
         h.coordinator.trigger_checkpoint()
-    assert h.store.get_all() == []
+    # The stop's savepoint is retained (the sinks committed at it: a job resumed after a
+    # leader loss must start there), and like every savepoint it is never discarded.
+    assert [(p.checkpoint_id, p.kind) for p in h.store.get_all()] == [
+        (sid, CheckpointKind.SAVEPOINT)
+    ]
     assert h.coordinator.close(10)
+    assert sid not in h.storage.discarded
 
 
 def test_a_failed_stop_with_savepoint_resumes_triggering(tmp_path: Path) -> None:

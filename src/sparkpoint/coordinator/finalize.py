@@ -128,7 +128,12 @@ class Finalizer:
                     reason = transitions.why_not_finalize(pending)
                     if reason is not None:
                         raise FinalizationFailed(reason, discard_location=True)
-                subsumed = [] if pending.is_savepoint else publish(self._store, pointer)
+                # A stop-with-savepoint enters the store: its completion commits the sinks,
+                # so it is where a recovery must start should the job be resumed (a leader
+                # lost before the job's end was recorded); an intermediate savepoint commits
+                # nothing and stays outside retention.
+                retained = not pending.is_savepoint or pending.stop_job
+                subsumed = publish(self._store, pointer) if retained else []
             except FinalizationFailed as exc:
                 with transitions.lock:
                     transitions.abort(
