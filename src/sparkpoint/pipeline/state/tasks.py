@@ -140,7 +140,7 @@ class StateTasks:
 
 def check_state_in_place(conf: Any, backend: StateBackend) -> None:
     """Warn when the on-disk backend runs on a Spark that may move a subtask's task away
-    from its store (see session.STATE_IN_PLACE): such a task fails and is retried."""
+    from its store (see runtime/spark_session.STATE_IN_PLACE): such a task fails and is retried."""
     from sparkpoint.pipeline.runtime.spark_session import STATE_IN_PLACE
 
     if not backend.on_disk:

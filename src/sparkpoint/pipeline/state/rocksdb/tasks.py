@@ -4,7 +4,7 @@ load tasks for state that lives in each subtask's local store (store.py).
 The state RDD holds, per subtask, ``(Slot(i), StoreToken)`` and, if any,
 ``(Slot(i), operator state)``. A token is cached on the executor whose task wrote the
 store, and Spark prefers that host for the next task of the subtask (with the locality
-waits of session.STATE_IN_PLACE), so a subtask's tasks follow its store. A task that
+waits of runtime/spark_session.STATE_IN_PLACE), so a subtask's tasks follow its store. A task that
 lands elsewhere finds no store (or another one) and fails; Spark retries it. When the
 executor is lost, its cached tokens go with it and Spark recomputes them from lineage:
 the load from the last snapshot (which builds the store again), then each epoch since,
