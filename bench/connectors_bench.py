@@ -24,17 +24,17 @@ from typing import Any
 
 import psycopg
 
-from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
-from sparkpoint.pipeline import EmbeddedChannel, FileSource, Pipeline, PipelineDriver
-from sparkpoint.pipeline.examples.orders import (
+from sparkpoint.examples.orders import (
     CountPerKey,
     key_of,
     message,
     orders_pipeline,
     publish,
 )
-from sparkpoint.pipeline.session import spark_session
-from sparkpoint.pipeline.sink import TransactionalFileSink
+from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQServer
+from sparkpoint.pipeline import EmbeddedChannel, FileSource, Pipeline, PipelineDriver
+from sparkpoint.pipeline.runtime.spark_session import spark_session
+from sparkpoint.pipeline.sinks.files import TransactionalFileSink
 from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
 
 

@@ -48,9 +48,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from sparkpoint.examples.kafka_orders import create_topics
+from sparkpoint.examples.orders import message
 from sparkpoint.ops.devcluster.kafka import LocalKafka
-from sparkpoint.pipeline.examples.kafka_orders import create_topics
-from sparkpoint.pipeline.examples.orders import message
 
 KEYS = 1000
 PARTITIONS = 4
@@ -241,7 +241,7 @@ def sparkpoint_side(
     kafka: LocalKafka, topics: tuple[str, str], work: Path, interval: float
 ) -> Side:
     command = [
-        sys.executable, "-m", "sparkpoint.pipeline.examples.run_orders",
+        sys.executable, "-m", "sparkpoint.examples.run_orders",
         "--job-id", "bench-kafka", "--bootstrap", kafka.bootstrap,
         "--input-topic", topics[0], "--output-topic", topics[1],
         "--checkpoint-dir", str(work / "sparkpoint-ckpt"), "--parallelism", "4",

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.examples.clicks import SESSION_GAP_MS, clicks_pipeline
 from sparkpoint.pipeline import EmbeddedChannel, FileSource, PipelineDriver
-from sparkpoint.pipeline.examples.clicks import SESSION_GAP_MS, clicks_pipeline
 from sparkpoint.pipeline.sources.generator import ClickEventSource
 
 SPLITS = 4
@@ -167,7 +167,7 @@ def run_structured_streaming(spark: Any, inbox: Path, work: Path) -> dict[str, f
 
 def role_main(role: str, inbox: Path, work: Path, progress: Path) -> None:
     """Run as a driver process; append ``{"batch": n, "time": t}`` per epoch/batch."""
-    from sparkpoint.pipeline.session import spark_session
+    from sparkpoint.pipeline.runtime.spark_session import spark_session
 
     spark = spark_session("local[2]", f"bench-{role}")
 
@@ -254,7 +254,7 @@ def main() -> None:
         role_main(args.role, args.input, args.work, args.progress)
         return
 
-    from sparkpoint.pipeline.session import spark_session
+    from sparkpoint.pipeline.runtime.spark_session import spark_session
 
     root = Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
     inbox = root / "in"

@@ -11,7 +11,7 @@ gaps end a session), a bounded-out-of-orderness watermark of 2 s, one result per
 Parallelism 4, ``local[2]`` / a local Flink MiniCluster. The input is bounded: its end
 fires the sessions still open. Each system runs in its own processes, one at a time.
 
-- ``sparkpoint``: the sessionization example (``sparkpoint.pipeline.examples.sessions``:
+- ``sparkpoint``: the sessionization example (``sparkpoint.examples.sessions``:
   ``EventTimeSessionWindows``, an ``AggregateFunction``), ``--per-epoch`` records per
   epoch, a checkpoint every ``--checkpoint-interval-ms`` and a last one at the end
   (bench/sessions_bench_sparkpoint.py).

@@ -1,5 +1,5 @@
 """The sparkpoint side of bench/sessions_bench.py: the sessionization example
-(``sparkpoint.pipeline.examples.sessions``: ``EventTimeSessionWindows`` with an
+(``sparkpoint.examples.sessions``: ``EventTimeSessionWindows`` with an
 ``AggregateFunction``, a bounded-out-of-orderness watermark, a transactional file sink)
 on the click generator, run to the end of its input by a ``PipelineDriver`` with the
 embedded coordinator, on ``local[2]``."""
@@ -24,9 +24,9 @@ from sessions_bench_common import (
 def run(workload: Workload, work: Path, interval_ms: int, backend: str) -> dict[str, Any]:
     import pyspark
 
+    from sparkpoint.examples.sessions import sessions_pipeline
     from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
-    from sparkpoint.pipeline.examples.sessions import sessions_pipeline
-    from sparkpoint.pipeline.session import spark_session
+    from sparkpoint.pipeline.runtime.spark_session import spark_session
 
     spark = spark_session(
         "local[2]",

@@ -188,7 +188,7 @@ def _processor(gap: int) -> Any:
 
 
 def session(work: Path, system: str) -> Any:
-    from sparkpoint.pipeline.session import spark_session
+    from sparkpoint.pipeline.runtime.spark_session import spark_session
 
     conf = {
         "spark.driver.memory": "2g",

@@ -64,8 +64,8 @@ def _source(keys: int, hot: bool) -> Any:
 
 
 def _aggregate() -> Any:
-    from sparkpoint.pipeline.functions import KeyedProcessFunction
-    from sparkpoint.pipeline.keyed_state import ValueStateDescriptor
+    from sparkpoint.pipeline.api.functions import KeyedProcessFunction
+    from sparkpoint.pipeline.api.keyed_state import ValueStateDescriptor
 
     class RunningAggregate(KeyedProcessFunction):
         def open(self, ctx: Any) -> None:
@@ -81,9 +81,9 @@ def _aggregate() -> Any:
 
 def _driver(backend: str, keys: int, hot: bool, work: Path, memory: str) -> tuple[Any, ...]:
     from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
-    from sparkpoint.pipeline.builder import Pipeline
-    from sparkpoint.pipeline.session import spark_session
-    from sparkpoint.pipeline.sink import TransactionalFileSink
+    from sparkpoint.pipeline.api.builder import Pipeline
+    from sparkpoint.pipeline.runtime.spark_session import spark_session
+    from sparkpoint.pipeline.sinks.files import TransactionalFileSink
 
     spark = spark_session(
         "local[2]",

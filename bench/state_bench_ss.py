@@ -33,7 +33,7 @@ PYTHON_TIMED_CAP_S = 180.0
 
 
 def _session(name: str, memory: str, work: Path) -> Any:
-    from sparkpoint.pipeline.session import spark_session
+    from sparkpoint.pipeline.runtime.spark_session import spark_session
 
     return spark_session(
         "local[2]",

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    from sparkpoint.pipeline.session import spark_session
+    from sparkpoint.pipeline.runtime.spark_session import spark_session
 
     session = spark_session("local[2]", "sparkpoint-tests")
     yield session

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.examples.clicks import clicks_pipeline, expected_output
+from sparkpoint.examples.clicks import expected_state as expected_clicks_state
+from sparkpoint.examples.run_clicks import EVENT_TIME_DEFAULTS
+from sparkpoint.examples.sessions import expected_sessions
 from sparkpoint.pipeline import ClickEventSource
-from sparkpoint.pipeline.examples.clicks import clicks_pipeline, expected_output
-from sparkpoint.pipeline.examples.clicks import expected_state as expected_clicks_state
-from sparkpoint.pipeline.examples.run_clicks import EVENT_TIME_DEFAULTS
-from sparkpoint.pipeline.examples.sessions import expected_sessions
-from sparkpoint.pipeline.sink import TransactionalFileSink, to_json_line
-from sparkpoint.pipeline.tasks import keyed_entries
+from sparkpoint.pipeline.sinks.files import TransactionalFileSink, to_json_line
+from sparkpoint.pipeline.state.snapshots import keyed_entries
 from sparkpoint.recovery import plan_restore
 from sparkpoint.statefiles.keys import decode_key
 from sparkpoint.storage import load_metadata
@@ -161,7 +161,7 @@ def start_driver(
     progress = work / f"{progress_name}.jsonl"
     log = work / f"driver-{len(list(work.glob('driver-*.log')))}.log"
     args = [
-        sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
+        sys.executable, "-m", "sparkpoint.examples.run_clicks",
         "--checkpoint-dir", str(work / "ckpt"),
         "--savepoint-dir", str(work / "savepoints"),
         "--output", str(work / "out"),

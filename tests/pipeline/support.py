@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.examples.clicks import clicks_pipeline, expected_output
 from sparkpoint.pipeline import ClickEventSource, EmbeddedChannel, Pipeline, PipelineDriver
-from sparkpoint.pipeline.examples.clicks import clicks_pipeline, expected_output
-from sparkpoint.pipeline.operator_state import decode_element
+from sparkpoint.pipeline.api.operator_state import decode_element
 from sparkpoint.recovery.loading import load_checkpoint
 from sparkpoint.recovery.reader import read_operator_state
 from sparkpoint.storage import CheckpointStorage

@@ -13,7 +13,7 @@ import pytest
 from sparkpoint.checkpoint import OperatorSubtaskState
 from sparkpoint.client import ClientError, Conflict, CoordinatorClient, Superseded
 from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
-from sparkpoint.pipeline.liveness import LivenessListener
+from sparkpoint.pipeline.channels.liveness import LivenessListener
 from tests.coordinator.support import keyed_state
 from tests.service.support import ReplicaProcess, make_graph, spawn_replica
 from tests.service.test_api_requests import JOB, _service

@@ -14,7 +14,7 @@ import pytest
 
 from sparkpoint.liveness import Liveness, probe
 from sparkpoint.ops.devcluster.zookeeper import free_port
-from sparkpoint.pipeline.liveness import LivenessListener, local_host_towards
+from sparkpoint.pipeline.channels.liveness import LivenessListener, local_host_towards
 from tests.support.waiting import wait_until
 
 #: A leader serving on loopback, as every leader of these tests does.
@@ -31,7 +31,8 @@ def test_a_listening_process_is_alive_and_a_closed_one_gone() -> None:
 def test_a_frozen_process_is_still_alive_and_a_killed_one_gone(tmp_path) -> None:
     port_file = tmp_path / "address"
     script = (
-        "import sys, threading; from sparkpoint.pipeline.liveness import LivenessListener; "
+        "import sys, threading; "
+        "from sparkpoint.pipeline.channels.liveness import LivenessListener; "
         f"l = LivenessListener('127.0.0.1'); open({str(port_file)!r}, 'w').write(l.address); "
         "threading.Event().wait()"
     )

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.checkpoint import IncrementalKeyedStateHandle, KeyGroupRange, serde
-from sparkpoint.pipeline.rocks_store import SubtaskStore, state_key
-from sparkpoint.pipeline.state_backend import StoreSettings
-from sparkpoint.pipeline.store_files import snapshot_store
+from sparkpoint.pipeline.state.backend import StoreSettings
+from sparkpoint.pipeline.state.rocksdb.files import snapshot_store
+from sparkpoint.pipeline.state.rocksdb.store import SubtaskStore, state_key
 from sparkpoint.storage import CheckpointLocation
 from sparkpoint.storage.local import LocalFileSystem
 

@@ -21,7 +21,7 @@ from selenium.webdriver.common.by import By
 from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer
 from sparkpoint.client import CoordinatorClient
 from sparkpoint.ha import ZooKeeperConnection
-from sparkpoint.pipeline.progress import ProgressMeter
+from sparkpoint.pipeline.runtime.progress import ProgressMeter
 from tests.service.support import Driver, ReplicaProcess, make_graph, wait_leader
 from tests.support.waiting import wait_until
 from tests.ui.browser import Browser

@@ -12,21 +12,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from sparkpoint.checkpoint import DistributionMode
-from sparkpoint.pipeline.builder import Pipeline
-from sparkpoint.pipeline.channel import (
-    CheckpointAborted,
-    CheckpointChannel,
-    CheckpointCompleted,
-    Restored,
-    RestoreMode,
-    RunNotice,
-    RunSuperseded,
-    TriggerCheckpoint,
-)
-from sparkpoint.pipeline.driver import PipelineDriver
-from sparkpoint.pipeline.driver_status import DriverStatus
-from sparkpoint.pipeline.event_time import MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy
-from sparkpoint.pipeline.functions import (
+from sparkpoint.pipeline.api.builder import Pipeline
+from sparkpoint.pipeline.api.event_time import MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy
+from sparkpoint.pipeline.api.functions import (
     Context,
     InitializationContext,
     KeyedProcessFunction,
@@ -34,7 +22,7 @@ from sparkpoint.pipeline.functions import (
     SideOutput,
     TimerContext,
 )
-from sparkpoint.pipeline.keyed_state import (
+from sparkpoint.pipeline.api.keyed_state import (
     ListState,
     ListStateDescriptor,
     MapState,
@@ -42,13 +30,9 @@ from sparkpoint.pipeline.keyed_state import (
     ValueState,
     ValueStateDescriptor,
 )
-from sparkpoint.pipeline.operator_state import OperatorListState, OperatorListStateDescriptor
-from sparkpoint.pipeline.partitioner import KeyGroupPartitioner, Slot
-from sparkpoint.pipeline.sink import TransactionalFileSink
-from sparkpoint.pipeline.sources import ClickEventSource, EpochRange, FileSource, Source
-from sparkpoint.pipeline.state_backend import BACKEND_NAMES, StateBackend
-from sparkpoint.pipeline.state_ttl import StateTtlConfig
-from sparkpoint.pipeline.windows import (
+from sparkpoint.pipeline.api.operator_state import OperatorListState, OperatorListStateDescriptor
+from sparkpoint.pipeline.api.ttl import StateTtlConfig
+from sparkpoint.pipeline.api.windows import (
     LATE,
     AggregateFunction,
     EventTimeSessionWindows,
@@ -58,34 +42,56 @@ from sparkpoint.pipeline.windows import (
     TumblingEventTimeWindows,
     WindowAssigner,
 )
+from sparkpoint.pipeline.channels.protocol import (
+    CheckpointAborted,
+    CheckpointChannel,
+    CheckpointCompleted,
+    Restored,
+    RestoreMode,
+    RunNotice,
+    RunSuperseded,
+    TriggerCheckpoint,
+)
+from sparkpoint.pipeline.runtime.driver import PipelineDriver
+from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner, Slot
+from sparkpoint.pipeline.runtime.status import DriverStatus
+from sparkpoint.pipeline.sinks.base import Sink
+from sparkpoint.pipeline.sinks.files import TransactionalFileSink, to_json_line
+from sparkpoint.pipeline.sources import ClickEventSource, EpochRange, FileSource, Source
+from sparkpoint.pipeline.state.backend import BACKEND_NAMES, StateBackend
+from sparkpoint.statefiles.keys import Key
 
 if TYPE_CHECKING:
-    from sparkpoint.pipeline.background import BackgroundChannel
-    from sparkpoint.pipeline.embedded import EmbeddedChannel
-    from sparkpoint.pipeline.kafka_sink import KafkaSink
-    from sparkpoint.pipeline.postgres import PostgresSink
-    from sparkpoint.pipeline.remote import RemoteChannel
-    from sparkpoint.pipeline.routed_sink import RoutedSink
-    from sparkpoint.pipeline.session import spark_session
+    from sparkpoint.coordinator import CheckpointingOptions
+    from sparkpoint.pipeline.channels.background import BackgroundChannel
+    from sparkpoint.pipeline.channels.embedded import EmbeddedChannel
+    from sparkpoint.pipeline.channels.remote import RemoteChannel
+    from sparkpoint.pipeline.runtime.spark_session import spark_session
+    from sparkpoint.pipeline.sinks.kafka import KafkaSink
+    from sparkpoint.pipeline.sinks.kafka_admin import create_topics
+    from sparkpoint.pipeline.sinks.postgres import PostgresSink
+    from sparkpoint.pipeline.sinks.routed import RoutedSink
     from sparkpoint.pipeline.sources.kafka import KafkaSource
     from sparkpoint.pipeline.sources.rabbitmq import RabbitMQSource
-    from sparkpoint.pipeline.state_processor import read_keyed_state, write_savepoint
+    from sparkpoint.pipeline.state_processor.savepoints import read_keyed_state, write_savepoint
 
 #: Public names whose modules load only when asked for: the channels (the coordinator, the
 #: HTTP client), the connectors (their client libraries) and the Spark session factory
 #: stay out of an executor that only runs tasks.
 _LAZY = {
-    "BackgroundChannel": "sparkpoint.pipeline.background",
-    "EmbeddedChannel": "sparkpoint.pipeline.embedded",
-    "KafkaSink": "sparkpoint.pipeline.kafka_sink",
+    "CheckpointingOptions": "sparkpoint.coordinator",
+    "BackgroundChannel": "sparkpoint.pipeline.channels.background",
+    "EmbeddedChannel": "sparkpoint.pipeline.channels.embedded",
+    "KafkaSink": "sparkpoint.pipeline.sinks.kafka",
     "KafkaSource": "sparkpoint.pipeline.sources.kafka",
-    "PostgresSink": "sparkpoint.pipeline.postgres",
+    "create_topics": "sparkpoint.pipeline.sinks.kafka_admin",
+    "PostgresSink": "sparkpoint.pipeline.sinks.postgres",
     "RabbitMQSource": "sparkpoint.pipeline.sources.rabbitmq",
-    "RemoteChannel": "sparkpoint.pipeline.remote",
-    "RoutedSink": "sparkpoint.pipeline.routed_sink",
-    "read_keyed_state": "sparkpoint.pipeline.state_processor",
-    "spark_session": "sparkpoint.pipeline.session",
-    "write_savepoint": "sparkpoint.pipeline.state_processor",
+    "RemoteChannel": "sparkpoint.pipeline.channels.remote",
+    "RoutedSink": "sparkpoint.pipeline.sinks.routed",
+    "read_keyed_state": "sparkpoint.pipeline.state_processor.savepoints",
+    "spark_session": "sparkpoint.pipeline.runtime.spark_session",
+    "write_savepoint": "sparkpoint.pipeline.state_processor.savepoints",
 }
 
 
@@ -106,6 +112,7 @@ __all__ = [
     "CheckpointAborted",
     "CheckpointChannel",
     "CheckpointCompleted",
+    "CheckpointingOptions",
     "ClickEventSource",
     "Context",
     "DistributionMode",
@@ -117,6 +124,7 @@ __all__ = [
     "InitializationContext",
     "KafkaSink",
     "KafkaSource",
+    "Key",
     "KeyGroupPartitioner",
     "KeyedProcessFunction",
     "ListState",
@@ -138,6 +146,7 @@ __all__ = [
     "RunSuperseded",
     "RuntimeContext",
     "SideOutput",
+    "Sink",
     "SlidingEventTimeWindows",
     "Slot",
     "Source",
@@ -152,7 +161,9 @@ __all__ = [
     "ValueStateDescriptor",
     "WatermarkStrategy",
     "WindowAssigner",
+    "create_topics",
     "read_keyed_state",
     "spark_session",
+    "to_json_line",
     "write_savepoint",
 ]

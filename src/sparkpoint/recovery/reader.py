@@ -165,7 +165,7 @@ def read_subtask_keyed_state(
         if not isinstance(handle, KeyGroupsStateHandle):
             raise StateFileError(
                 f"subtask {subtask.index}: keyed state of key groups {handle.key_group_range} "
-                "is an embedded store's files; read it with sparkpoint.pipeline.store_files"
+                "is an embedded store's files; read it with sparkpoint.pipeline.state.rocksdb.files"
             )
         if handle.key_group_range.intersection(subtask.key_group_range) != handle.key_group_range:
             raise StateFileError(

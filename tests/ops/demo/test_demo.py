@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from sparkpoint.examples import run_clicks
+from sparkpoint.examples.clicks import expected_state
 from sparkpoint.ops.cli.demo import _view
 from sparkpoint.ops.demo.run import Demo, DemoOptions
 from sparkpoint.ops.drills.replicas import LocalReplica, ReplicaSettings
-from sparkpoint.pipeline.examples import run_clicks
-from sparkpoint.pipeline.examples.clicks import expected_state
 from tests.pipeline import support
 
 

@@ -39,7 +39,7 @@ from sparkpoint.ops.drills.report import DrillReport, IterationResult
 from sparkpoint.ops.drills.runner import TargetSpec, run_drill
 from sparkpoint.ops.drills.shared_state_faults import SLOW_ACK
 from sparkpoint.ops.drills.zookeeper_loss import run_zookeeper_loss
-from sparkpoint.pipeline.state_backend import BACKEND_NAMES
+from sparkpoint.pipeline.state.backend import BACKEND_NAMES
 
 F = Callable[..., Any]
 _DEFAULTS = ReplicaSettings()

@@ -102,7 +102,7 @@ def read_command(
     if fmt == "parquet":
         _parquet(pointer, uid, output, options)
         return
-    from sparkpoint.pipeline.state_entries import read_state_entries, to_json
+    from sparkpoint.pipeline.state_processor.entries import read_state_entries, to_json
 
     try:
         entries = read_state_entries(pointer, uid, **options)
@@ -130,7 +130,7 @@ def _parquet(pointer: str, uid: str | None, output: str | None, options: dict[st
     if not output:
         raise click.UsageError("--format parquet writes a directory: give it with --output")
     try:
-        from sparkpoint.pipeline.state_processor import write_parquet
+        from sparkpoint.pipeline.state_processor.savepoints import write_parquet
 
         rows = write_parquet(pointer, uid, output, **options)
     except ModuleNotFoundError as exc:
@@ -212,7 +212,10 @@ def write_command(
 
 
 def _write_jsonl(input_path: str, output: str, target: dict[str, Any]) -> tuple[str, int]:
-    from sparkpoint.pipeline.state_entries import entries_from_json_lines, write_savepoint_entries
+    from sparkpoint.pipeline.state_processor.entries import (
+        entries_from_json_lines,
+        write_savepoint_entries,
+    )
 
     where = "stdin" if input_path == "-" else input_path
     try:
@@ -233,7 +236,7 @@ def _write_jsonl(input_path: str, output: str, target: dict[str, Any]) -> tuple[
 
 def _write_parquet(input_path: str, output: str, target: dict[str, Any]) -> tuple[str, int]:
     try:
-        from sparkpoint.pipeline.state_processor import savepoint_from_parquet
+        from sparkpoint.pipeline.state_processor.savepoints import savepoint_from_parquet
 
         return savepoint_from_parquet(input_path, output, **target)
     except ModuleNotFoundError as exc:

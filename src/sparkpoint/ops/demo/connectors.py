@@ -42,7 +42,7 @@ class QueueDemo(OrdersFeed):
     def pipeline_args(self) -> list[str]:
         assert self.rabbitmq is not None and self.postgres is not None
         return [
-            "sparkpoint.pipeline.examples.run_orders",
+            "sparkpoint.examples.run_orders",
             "--amqp-url", self.rabbitmq.url, "--queue", QUEUE,
             "--conninfo", self.postgres.conninfo,
         ]  # fmt: skip
@@ -50,7 +50,7 @@ class QueueDemo(OrdersFeed):
     def _publish(self) -> None:
         import pika
 
-        from sparkpoint.pipeline.examples.orders import message
+        from sparkpoint.examples.orders import message
 
         assert self.rabbitmq is not None
         connection = pika.BlockingConnection(pika.URLParameters(self.rabbitmq.url))
@@ -77,7 +77,7 @@ class QueueDemo(OrdersFeed):
     def rows(self) -> int:
         import psycopg
 
-        from sparkpoint.pipeline.examples.orders import TABLE
+        from sparkpoint.examples.orders import TABLE
 
         assert self.postgres is not None
         try:
@@ -90,7 +90,7 @@ class QueueDemo(OrdersFeed):
     def verify(self) -> bool:
         import pika
 
-        from sparkpoint.pipeline.examples.orders import message, verify
+        from sparkpoint.examples.orders import message, verify
 
         assert self.rabbitmq is not None and self.postgres is not None
         ids = [message(i, KEYS)[0] for i in range(self.published)]

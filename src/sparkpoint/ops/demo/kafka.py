@@ -29,7 +29,7 @@ class KafkaDemo(OrdersFeed):
     publisher_join_s: ClassVar[float] = 90.0
 
     def start_servers(self) -> None:
-        from sparkpoint.pipeline.examples.kafka_orders import create_topics
+        from sparkpoint.examples.kafka_orders import create_topics
 
         self.kafka = LocalKafka(self.directory / "kafka").start()
         create_topics(self.kafka.bootstrap, {INPUT: PARTITIONS, OUTPUT: 1, DEAD_LETTER: 1})
@@ -41,7 +41,7 @@ class KafkaDemo(OrdersFeed):
     def pipeline_args(self) -> list[str]:
         assert self.kafka is not None
         return [
-            "sparkpoint.pipeline.examples.run_orders",
+            "sparkpoint.examples.run_orders",
             "--bootstrap", self.kafka.bootstrap,
             "--input-topic", INPUT, "--output-topic", OUTPUT,
         ]  # fmt: skip
@@ -49,7 +49,7 @@ class KafkaDemo(OrdersFeed):
     def _publish(self) -> None:
         from confluent_kafka import Producer
 
-        from sparkpoint.pipeline.examples.orders import message
+        from sparkpoint.examples.orders import message
 
         assert self.kafka is not None
         producer = Producer({"bootstrap.servers": self.kafka.bootstrap, "enable.idempotence": True})
@@ -66,7 +66,7 @@ class KafkaDemo(OrdersFeed):
             raise RuntimeError("the demo's producer could not deliver every record")
 
     def rows(self) -> int:
-        from sparkpoint.pipeline.examples.kafka_orders import read_committed
+        from sparkpoint.examples.kafka_orders import read_committed
 
         assert self.kafka is not None
         try:
@@ -75,8 +75,8 @@ class KafkaDemo(OrdersFeed):
             return 0
 
     def verify(self) -> bool:
-        from sparkpoint.pipeline.examples.kafka_orders import verify
-        from sparkpoint.pipeline.examples.orders import message
+        from sparkpoint.examples.kafka_orders import verify
+        from sparkpoint.examples.orders import message
 
         assert self.kafka is not None
         ids = [message(i, KEYS)[0] for i in range(self.published)]

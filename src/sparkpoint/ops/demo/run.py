@@ -245,7 +245,7 @@ class Demo:
             command = [sys.executable, "-m", *self.queue.pipeline_args(), *common]
         else:
             command = [
-                sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
+                sys.executable, "-m", "sparkpoint.examples.run_clicks",
                 "--output", str(self.output_dir), *common,
                 "--records-per-epoch", str(opts.records_per_epoch),
                 "--records-per-split", "0",  # endless: runs until stopped

@@ -20,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records-per-split", type=int, required=True)
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args(argv)
-    from sparkpoint.pipeline.examples.clicks import expected_output
-    from sparkpoint.pipeline.sink import TransactionalFileSink
+    from sparkpoint.examples.clicks import expected_output
+    from sparkpoint.pipeline.sinks.files import TransactionalFileSink
     from sparkpoint.pipeline.sources.generator import ClickEventSource
 
     source = ClickEventSource(

@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     # that the backlog a fault leaves is caught up with.
     p.add_argument("--pause-s", type=float, default=1.0)
     args = p.parse_args(argv)
-    from sparkpoint.pipeline.examples import kafka_orders
-    from sparkpoint.pipeline.examples.orders import check_rows, message
+    from sparkpoint.examples import kafka_orders
+    from sparkpoint.examples.orders import check_rows, message
 
     if args.command == "topics":
         topics = {args.input_topic: args.partitions, args.output_topic: args.partitions}

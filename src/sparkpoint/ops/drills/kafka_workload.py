@@ -1,6 +1,6 @@
 """The chaos drill's Kafka workload: the orders example reading a topic of a local KRaft
 Kafka and writing another through the transactional Kafka sink
-(``sparkpoint.pipeline.examples.run_orders --bootstrap``), as a driver process against the
+(``sparkpoint.examples.run_orders --bootstrap``), as a driver process against the
 replicas, with a feed publishing into the input topic all along. With it the chaos drill
 can restart a broker (``kafka-broker-restart``), and its exactly-once check reads the
 output topic ``read_committed``: every published record's row exactly once, every key's
@@ -45,7 +45,7 @@ class KafkaOrdersPipeline(DriverProcess):
         if records_per_split:
             raise ValueError("the Kafka workload's stream is the topic: it has no bound")
         return [
-            sys.executable, "-m", "sparkpoint.pipeline.examples.run_orders",
+            sys.executable, "-m", "sparkpoint.examples.run_orders",
             "--job-id", self.job_id, "--bootstrap", self.kafka.bootstrap,
             "--input-topic", INPUT_TOPIC, "--output-topic", OUTPUT_TOPIC,
             "--checkpoint-dir", str(self.directory / "unused-embedded-checkpoints"),

@@ -28,7 +28,7 @@ from sparkpoint.ops.drills.replicas import ReplicaSettings
 from sparkpoint.ops.drills.report import DrillReport
 from sparkpoint.ops.drills.verification import LEAK_MARGIN_S, settled_shared_files_report
 from sparkpoint.ops.drills.workload import aborts, completions
-from sparkpoint.pipeline.state_backend import default_state_backend
+from sparkpoint.pipeline.state.backend import default_state_backend
 from sparkpoint.storage import StorageError
 
 

@@ -3,7 +3,7 @@
 - :class:`AckDriver`: a thread acting as a pipeline driver through the real client —
   registers a job, heartbeats, acknowledges every trigger at once. Light and fast; used
   against remote deployments and for the ZooKeeper and zombie drills.
-- :class:`ClicksPipeline`: the demo pipeline (``sparkpoint.pipeline.examples.run_clicks``)
+- :class:`ClicksPipeline`: the demo pipeline (``sparkpoint.examples.run_clicks``)
   as a real PySpark driver process against the replicas, with a transactional file sink,
   which lets the drill check exactly-once output at the end.
 """
@@ -267,7 +267,7 @@ class ClicksPipeline(DriverProcess):
 
     def command(self, records_per_split: int) -> list[str]:
         return [
-            sys.executable, "-m", "sparkpoint.pipeline.examples.run_clicks",
+            sys.executable, "-m", "sparkpoint.examples.run_clicks",
             "--job-id", self.job_id,
             "--checkpoint-dir", str(self.directory / "unused-embedded-checkpoints"),
             "--output", str(self.directory / "out"),

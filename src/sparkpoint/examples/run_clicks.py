@@ -1,0 +1,261 @@
+"""Run an example job as a process: ``python -m sparkpoint.examples.run_clicks``.
+
+The clicks job by default; ``--example sessions`` runs the sessionization example
+instead (event-time session windows over the same generated clicks, made out of order
+and partly late; sessions go to ``--output``, late clicks to ``--late-output``).
+Used by the process-level tests (kill the driver, kill an executor, kill a coordinator)
+and the benchmark. Restores from the newest complete checkpoint under
+``--checkpoint-dir`` (or ``--restore-from``), runs the bounded stream to its end, takes
+a last checkpoint so all output is committed, and writes one JSON line of progress per
+epoch to ``--progress``. With ``--coordinator`` it uses the HA service instead of an
+embedded coordinator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sparkpoint.examples.clicks import clicks_pipeline
+from sparkpoint.examples.sessions import OUT_OF_ORDER_MS, sessions_pipeline
+from sparkpoint.pipeline import (
+    BACKEND_NAMES,
+    CheckpointChannel,
+    ClickEventSource,
+    DriverStatus,
+    EmbeddedChannel,
+    Pipeline,
+    PipelineDriver,
+    RestoreMode,
+    RunNotice,
+    spark_session,
+)
+
+#: ``(out_of_order_ms, late_every)`` of each example's clicks unless given: in order for
+#: the clicks job, which does not use event time; out of order and partly late for the
+#: sessions, so their watermark and late side output have work to do.
+EVENT_TIME_DEFAULTS = {"clicks": (0, 0), "sessions": (OUT_OF_ORDER_MS, 97)}
+
+
+def build_source(args: argparse.Namespace) -> ClickEventSource:
+    """The clicks the arguments describe (in order unless made otherwise)."""
+    return ClickEventSource(
+        splits=args.splits,
+        users=args.users,
+        records_per_epoch=args.records_per_epoch,
+        records_per_split=args.records_per_split or None,
+        seed=args.seed,
+        out_of_order_ms=args.out_of_order_ms or 0,
+        late_every=args.late_every or 0,
+    )
+
+
+def settle_example_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Check the options that depend on ``--example`` and fill in its defaults."""
+    if args.late_output and args.example != "sessions":
+        p.error("--late-output needs --example sessions: only the sessions have late clicks")
+    out_of_order_ms, late_every = EVENT_TIME_DEFAULTS[args.example]
+    if args.out_of_order_ms is None:
+        args.out_of_order_ms = out_of_order_ms
+    if args.late_every is None:
+        args.late_every = late_every
+    if args.out_of_order_ms < 0 or args.late_every < 0:
+        p.error("--out-of-order-ms and --late-every must not be negative")
+    if args.example == "sessions" and not args.late_output:
+        args.late_output = f"{args.output}-late"
+    args.job_id = args.job_id or args.example
+
+
+def build_pipeline(args: argparse.Namespace) -> Pipeline:
+    """The example ``--example`` names, over the clicks the arguments describe (after
+    :func:`settle_example_arguments`)."""
+    source = build_source(args)
+    if args.example == "sessions":
+        return sessions_pipeline(
+            args.job_id, source, args.output, args.late_output,
+            parallelism=args.parallelism, out_of_order_ms=args.out_of_order_ms,
+        )  # fmt: skip
+    return clicks_pipeline(args.job_id, source, args.output, parallelism=args.parallelism)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--example",
+        choices=tuple(EVENT_TIME_DEFAULTS),
+        default="clicks",
+        help="clicks: per-user running totals (default); sessions: event-time session "
+        "windows with a late-clicks side output",
+    )
+    p.add_argument("--job-id", help="default: the example's name")
+    p.add_argument("--checkpoint-dir", required=True)
+    p.add_argument("--savepoint-dir")
+    p.add_argument("--output", required=True)
+    p.add_argument(
+        "--late-output", help="--example sessions: where late clicks go (default: <output>-late)"
+    )
+    p.add_argument("--progress")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--parallelism", type=int, default=4)
+    p.add_argument("--splits", type=int, default=4)
+    p.add_argument("--users", type=int, default=500)
+    p.add_argument("--records-per-epoch", type=int, default=2000)
+    p.add_argument(
+        "--records-per-split", type=int, default=10_000, help="0: an endless stream (Ctrl-C stops)"
+    )
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--out-of-order-ms",
+        type=int,
+        help="move each click's timestamp back by up to this much "
+        "(default: 0 for clicks, 2000 for sessions)",
+    )
+    p.add_argument(
+        "--late-every",
+        type=int,
+        help="every n-th click of a split comes ten minutes late; 0: none "
+        "(default: 0 for clicks, 97 for sessions)",
+    )
+    p.add_argument("--interval-ms", type=int, default=1000)
+    p.add_argument("--restore-from", help="a checkpoint or savepoint directory to start from")
+    p.add_argument(
+        "--restore-mode",
+        choices=[m.value for m in RestoreMode],
+        help="who owns the files of --restore-from (default no-claim: the first checkpoint "
+        "is a full one of this job's own; claim: only this job's own checkpoints)",
+    )
+    p.add_argument(
+        "--state-backend",
+        choices=BACKEND_NAMES,
+        help="where keyed state lives (default: $SPARKPOINT_STATE_BACKEND, else memory)",
+    )
+    add_channel_arguments(p)
+    p.add_argument(
+        "--savepoint-after-epochs",
+        type=int,
+        help="stop with a savepoint (into --savepoint-dir) after this many epochs",
+    )
+    return p
+
+
+def add_channel_arguments(p: argparse.ArgumentParser) -> None:
+    """The options :func:`make_channel` reads besides the checkpoint settings; every
+    driver that uses it takes them from here, so none lacks one."""
+    p.add_argument("--coordinator", help="host:port of coordinator replicas, comma-separated")
+    p.add_argument(
+        "--notices", help="with --coordinator: append every notice received, as JSON lines"
+    )
+    p.add_argument(
+        "--standby",
+        action="store_true",
+        help="a warm standby driver: wait until the coordinator grants it the job, then go on "
+        "from the latest completed checkpoint (needs --coordinator)",
+    )
+
+
+def check_channel_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.standby and not args.coordinator:
+        p.error("--standby needs --coordinator: standby drivers are granted by the service")
+
+
+def notice_log(path: Path) -> Callable[[RunNotice], None]:
+    """Append each notice to ``path`` as it arrives (one line, flushed: a killed driver
+    leaves every notice it saw)."""
+
+    def record(n: RunNotice) -> None:
+        with path.open("a") as f:
+            f.write(json.dumps({**n.to_dict(), "pid": os.getpid(),
+                                "time": time.time()}) + "\n")  # fmt: skip
+
+    return record
+
+
+def make_channel(args: argparse.Namespace) -> CheckpointChannel:
+    if args.coordinator:
+        from sparkpoint.pipeline import BackgroundChannel, RemoteChannel
+
+        remote = RemoteChannel(
+            args.coordinator.split(","),
+            checkpoint_config={"interval_ms": args.interval_ms},
+            on_notice=notice_log(Path(args.notices)) if args.notices else None,
+        )
+        return BackgroundChannel(remote)
+    return EmbeddedChannel(
+        args.checkpoint_dir, savepoint_dir=args.savepoint_dir, interval_ms=args.interval_ms
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    check_channel_arguments(parser(), args)
+    settle_example_arguments(parser(), args)
+    progress = Path(args.progress) if args.progress else None
+
+    def report(status: DriverStatus, **extra: Any) -> None:
+        if progress is None:
+            return
+        line = {
+            "epoch": status.epoch,
+            "records": status.records,
+            "restored_from": status.restored_from,
+            "last_completed": status.last_completed,
+            "time": time.time(),
+            "pid": os.getpid(),
+            **extra,
+        }
+        with progress.open("a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    on_disk = args.state_backend == "rocksdb" or None
+    pipeline = build_pipeline(args)
+    spark = spark_session(args.master, f"sparkpoint-{args.job_id}", state_in_place=on_disk)
+    if args.state_backend:
+        pipeline = pipeline.with_state_backend(args.state_backend)
+    driver = PipelineDriver(
+        pipeline,
+        spark,
+        make_channel(args),
+        restore_from=args.restore_from,
+        restore_mode=args.restore_mode,
+        on_epoch=report,
+        standby=args.standby,
+    )
+    if args.standby:
+        report(driver.status, event="standby")
+    driver.start()
+    report(driver.status, event="started")
+    try:
+        if args.savepoint_after_epochs is not None:
+            driver.run(max_epochs=args.savepoint_after_epochs)
+            savepoint = driver.stop_with_savepoint(args.savepoint_dir)
+            report(driver.status, event="savepoint", savepoint=savepoint)
+        else:
+            driver.run()
+            if driver.superseded:
+                # A newer run of the job registered: stop, committing nothing more.
+                report(driver.status, event="superseded", reason=driver.status.superseded)
+            else:
+                driver.finish()
+                report(driver.status, event="finished")
+    except KeyboardInterrupt:
+        # Ctrl-C: stop where we are. Output of completed checkpoints is committed; the
+        # rest is replayed from the last completed checkpoint by the next start.
+        report(driver.status, event="interrupted")
+    finally:
+        driver.close()
+        spark.stop()
+    print(f"output: {args.output} (committed files: part-*.jsonl)")
+    if args.late_output:
+        print(f"late clicks: {args.late_output}")
+    print(f"checkpoints: {args.checkpoint_dir if not args.coordinator else 'see the coordinator'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""What an author writes against: functions, state, TTL, timers, event time, windows, builder."""

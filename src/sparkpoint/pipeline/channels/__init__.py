@@ -1,0 +1,1 @@
+"""The link to a coordinator: the protocol, embedded, remote, background, liveness."""

@@ -1,1 +1,0 @@
-"""Example jobs (the demo's and the benchmarks')."""

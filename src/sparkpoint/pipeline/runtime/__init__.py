@@ -1,0 +1,1 @@
+"""The driver's epoch loop on Spark: plans, tasks, clock, snapshots, status, Spark session."""

@@ -1,0 +1,280 @@
+"""The Spark jobs of the driver's loop (docs/architecture.md §7): warming up, loading the
+state RDD, one epoch, the snapshot hook and the snapshot, and the RDDs they keep cached.
+
+Every partitionBy uses the one :class:`KeyGroupPartitioner` made here, so the union of
+the cached state with an epoch's records is narrow and state never moves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from sparkpoint.pipeline.api.builder import KeyedStage, Pipeline
+from sparkpoint.pipeline.api.stages import leading_record_stages
+from sparkpoint.pipeline.runtime.keyed_epoch import NO_TIME, EpochTime
+from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner, Slot
+from sparkpoint.pipeline.runtime.stage_plan import run_stages
+from sparkpoint.pipeline.runtime.tasks import (
+    KeyTask,
+    ReadTask,
+    SinkTask,
+    only_counts,
+    only_outputs,
+    only_side_outputs,
+    only_state,
+    tag_output,
+    tag_record,
+    tag_state,
+    timed_outputs,
+    without_counts,
+)
+from sparkpoint.pipeline.state.tasks import StateTasks
+from sparkpoint.recovery.plan import SubtaskRestore
+from sparkpoint.statefiles import key_group_range_for_subtask
+from sparkpoint.storage.location import CheckpointLocation
+
+if TYPE_CHECKING:
+    from pyspark import RDD, SparkContext
+
+
+class CachedRdds:
+    """The RDDs the loop persisted, unpersisted once nothing computes from them."""
+
+    def __init__(self) -> None:
+        self._rdds: list[RDD[Any]] = []
+
+    def keep(self, rdd: RDD[Any]) -> RDD[Any]:
+        self._rdds.append(rdd)
+        return rdd
+
+    def release_older_than(self, keep: int) -> None:
+        """Unpersist all but the newest ``keep`` (they were materialised by the job that
+        just ran, so nothing needs the older ones any more)."""
+        while len(self._rdds) > keep:
+            self._rdds.pop(0).unpersist()
+
+    def release_all(self) -> None:
+        self.release_older_than(0)
+
+
+class EpochPlan:
+    """The state RDDs of one driver run (one per keyed stage) and the Spark jobs that
+    advance them.
+
+    ``lineage_limit``: after this many epochs without a reload from a snapshot the state
+    RDDs' lineage is cut with Spark's local checkpoint.
+    """
+
+    def __init__(
+        self,
+        sc: SparkContext,
+        pipeline: Pipeline,
+        state_tasks: list[StateTasks],
+        lineage_limit: int,
+    ) -> None:
+        self.sc = sc
+        self._pipeline = pipeline
+        self._stages = pipeline.keyed_stages
+        self._p = pipeline.parallelism
+        # ONE partitioner object for every partitionBy of this run (see partitioner.py).
+        self.partitioner = KeyGroupPartitioner(self._p, pipeline.effective_max_parallelism)
+        self._state_tasks = state_tasks
+        self._lineage_limit = lineage_limit
+        self._epochs_since_reload = 0
+        self.cache = CachedRdds()
+        #: Per keyed stage, its state RDD.
+        self.states: list[RDD[Any] | None] = [None] * len(self._stages)
+        #: The last epoch's union of state and records (tests look at its partitioning).
+        self.last_union: RDD[Any] | None = None
+
+    @property
+    def state(self) -> RDD[Any] | None:
+        """The first keyed stage's state RDD."""
+        return self.states[0]
+
+    def release_spent(self) -> None:
+        """After an epoch: keep, per keyed stage, the state just made, the result it is
+        computed from (lazily, by the next job) and the state before; release the rest.
+        Releasing a result before its state is computed would make Spark recompute the
+        epoch, and every epoch before it whose result went too."""
+        self.cache.release_older_than(3 * len(self._stages))
+
+    def warm_up(self) -> None:
+        """One small job on every partition: executors are up and their Python workers
+        have imported sparkpoint before a standby is needed."""
+        self._markers().count()
+
+    def load_state(
+        self, stage: int, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...] = ()
+    ) -> None:
+        """Keyed stage ``stage``'s state RDD read from ``subtasks``' handles, carrying the
+        partitioner: P marker records are partitioned (a shuffle of P tiny records), then
+        each partition reads its own subtask's files in place (``keep``: the on-disk
+        backend's stores that a snapshot was just taken from, kept where still current)."""
+        from pyspark import StorageLevel
+
+        state = self._markers().mapPartitionsWithIndex(
+            self._state_tasks[stage].load(subtasks, keep), preservesPartitioning=True
+        )
+        self._epochs_since_reload = 0
+        self.states[stage] = self.cache.keep(state.persist(StorageLevel.MEMORY_AND_DISK))
+
+    def restore_states(self, plan: Any | None, *, claimed: bool = False) -> None:
+        """Every keyed stage's state RDD from a restore plan, or empty (``plan`` None: a
+        fresh start). A stage the checkpoint does not have (added since) starts empty."""
+        for n, stage in enumerate(self._stages):
+            operator = None if plan is None else plan.operators.get(stage.uid)
+            subtasks = operator.subtasks if operator is not None else self.empty_state()
+            self.load_state(n, subtasks)
+            if plan is not None:
+                self._state_tasks[n].restored(subtasks, claimed=claimed)
+
+    def empty_state(self) -> tuple[SubtaskRestore, ...]:
+        """Every subtask with its key groups and no state (a fresh start)."""
+        m = self._pipeline.effective_max_parallelism
+        return tuple(
+            SubtaskRestore(i, key_group_range_for_subtask(m, self._p, i)) for i in range(self._p)
+        )
+
+    def reload(self, stage: int, states: dict[int, Any], tokens: dict[int, Any]) -> None:
+        """Keyed stage ``stage``'s state read back from the snapshot just taken
+        (``states``: per subtask its ``OperatorSubtaskState``), at once."""
+        self.load_state(
+            stage,
+            tuple(
+                replace(
+                    empty, keyed=states[empty.index].keyed, operator=states[empty.index].operator
+                )
+                for empty in self.empty_state()
+            ),
+            tuple(tokens.get(i) for i in range(self._p)),
+        )
+        reloaded = self.states[stage]
+        assert reloaded is not None
+        reloaded.count()
+
+    def run_epoch(
+        self,
+        ranges: list[Any],
+        reader: Any,
+        epoch: int,
+        notices: tuple[tuple[str, int], ...],
+        snapshot_id: int | None,
+        writer: Any,
+        times: tuple[EpochTime, ...] = (),
+    ) -> list[tuple[Any, int, dict[str, int]]]:
+        """One epoch: ``ranges`` read by ``reader``, keyed, partitioned, unioned with the
+        first stage's state and processed (after the timers ``times[0]`` makes due); each
+        later keyed stage takes the previous one's outputs the same way (under
+        ``times[n]``; none given: no timer fires); the last one's outputs go to
+        ``writer``. Returns what each partition wrote (a pending file or None, its record
+        count, the largest event time per split); the new states are ``states``."""
+        from pyspark import StorageLevel
+
+        records = self._keyed_records(ranges, reader).partitionBy(self._p, self.partitioner)
+        results: list[RDD[Any]] = []
+        for n, stage in enumerate(self._stages):
+            if n > 0:
+                records = self._rekeyed(results[-1], stage).partitionBy(self._p, self.partitioner)
+            state = self.states[n]
+            assert state is not None
+            union = state.mapValues(tag_state).union(records.mapValues(tag_record))
+            if n == 0:
+                self.last_union = union
+            task = self._state_tasks[n].epoch(
+                stage.function, epoch, notices, snapshot_id, times[n] if times else NO_TIME,
+                carried=n > 0,
+            )  # fmt: skip
+            result = union.mapPartitionsWithIndex(task, preservesPartitioning=True)
+            results.append(self.cache.keep(result.persist(StorageLevel.MEMORY_AND_DISK)))
+        written = self._write(self._to_sink(results), writer)
+        # The new state is computed from the cached result by whichever job needs it
+        # next (the snapshot or the next epoch), and cached then.
+        self._epochs_since_reload += 1
+        cut = self._epochs_since_reload >= self._lineage_limit
+        for n, result in enumerate(results):
+            state = result.mapPartitions(only_state, preservesPartitioning=True)
+            self.states[n] = self.cache.keep(state.persist(StorageLevel.MEMORY_AND_DISK))
+            if cut:
+                # No snapshot for a while (checkpointing off, or a long interval): every
+                # epoch adds to the lineage Spark serialises with each task, which ends in
+                # a StackOverflowError. Cut it on the executors. A lost executor then
+                # fails the job, and a restart restores the last completed checkpoint.
+                self.states[n].localCheckpoint()  # type: ignore[union-attr]
+        if cut:
+            self._epochs_since_reload = 0
+        return written
+
+    def _to_sink(self, results: list[RDD[Any]]) -> RDD[Any]:
+        """The last stage's result, with the earlier stages' side outputs beside it and
+        the first stage's counts instead of its own (a record is counted once, where it
+        enters)."""
+        if len(results) == 1:
+            return results[0]
+        last = results[-1].mapPartitions(without_counts, preservesPartitioning=True)
+        first = results[0].mapPartitions(only_counts)
+        middle = [r.mapPartitions(only_side_outputs) for r in results[1:-1]]
+        return self.sc.union([last, first, *middle])
+
+    def _keyed_records(self, ranges: list[Any], reader: Any) -> RDD[Any]:
+        """The epoch's records, through the stages before key_by, keyed."""
+        first = self._stages[0]
+        read = self.sc.parallelize(ranges, max(1, len(ranges)))
+        leading, rest = leading_record_stages(first.stages_before)
+        if not rest:
+            return read.mapPartitions(ReadTask(reader, first.key_selector, leading))
+        ordered = run_stages(read.mapPartitions(ReadTask(reader, None, leading)), rest)
+        return ordered.mapPartitions(KeyTask(first.key_selector))
+
+    def _rekeyed(self, previous: RDD[Any], stage: KeyedStage) -> RDD[Any]:
+        """The previous keyed stage's outputs, with the timestamps they carry, through
+        the stages before ``stage``'s key_by, keyed by it."""
+        ordered = run_stages(previous.mapPartitionsWithIndex(timed_outputs), stage.stages_before)
+        return ordered.mapPartitions(KeyTask(stage.key_selector))
+
+    def _write(self, result: RDD[Any], writer: Any) -> list[tuple[Any, int, dict[str, int]]]:
+        """The keyed function's outputs through the stages after it, to the sink. Per
+        partition of the result; after a DataFrame stage, per partition of its output
+        (beside the result's partitions, which then report only their counts)."""
+        stages = self._pipeline.post_process_stages
+        leading, rest = leading_record_stages(stages)
+        if rest:
+            outputs = run_stages(result.mapPartitionsWithIndex(only_outputs), stages)
+            result = result.mapPartitions(only_counts).union(outputs.map(tag_output))
+            leading = ()
+        written: list[tuple[Any, int, dict[str, int]]] = result.mapPartitionsWithIndex(
+            SinkTask(writer, leading)
+        ).collect()
+        return written
+
+    def apply_snapshot_hook(self, epoch: int, checkpoint_id: int) -> None:
+        """The functions' ``snapshot_state`` for a checkpoint taken after their epoch
+        ran: one pass over each subtask's state, as an epoch without records would make
+        it (narrow: the state keeps its partitioning, nothing is shuffled)."""
+        from pyspark import StorageLevel
+
+        for n, stage in enumerate(self._stages):
+            state = self.states[n]
+            assert state is not None
+            task = self._state_tasks[n].epoch(stage.function, epoch, (), checkpoint_id)
+            hooked = state.mapValues(tag_state).mapPartitionsWithIndex(
+                task, preservesPartitioning=True
+            )
+            self.states[n] = self.cache.keep(
+                hooked.mapPartitions(only_state, preservesPartitioning=True).persist(
+                    StorageLevel.MEMORY_AND_DISK
+                )
+            )
+
+    def snapshot(self, stage: int, location: CheckpointLocation) -> list[tuple[int, Any, Any]]:
+        """Every subtask of keyed stage ``stage`` writes its state to ``location``:
+        ``(index, state or decline reason, store token or None)`` per subtask."""
+        state = self.states[stage]
+        assert state is not None
+        snapshot = self._state_tasks[stage].snapshot(location)
+        return state.mapPartitionsWithIndex(snapshot).collect()  # type: ignore[no-any-return]
+
+    def _markers(self) -> RDD[Any]:
+        markers = self.sc.parallelize([(Slot(i), None) for i in range(self._p)], self._p)
+        return markers.partitionBy(self._p, self.partitioner)

@@ -1,0 +1,146 @@
+"""One epoch of the keyed function, whatever holds the state (state/memory/tasks.py,
+state/rocksdb/tasks.py): the lifecycle calls, the due timers, then the records, and the
+result elements it makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sparkpoint.pipeline.api.event_time import (
+    MIN_WATERMARK,
+    WatermarkStrategy,
+    carried_timestamp,
+    split_of,
+)
+from sparkpoint.pipeline.api.functions import (
+    Context,
+    InitializationContext,
+    KeyedProcessFunction,
+    RuntimeContext,
+    TimerContext,
+)
+from sparkpoint.pipeline.api.keyed_state import KeyedStateBackend
+from sparkpoint.pipeline.api.operator_state import OperatorStateStore
+from sparkpoint.pipeline.api.timers import TimerService
+from sparkpoint.pipeline.runtime.partitioner import Slot
+
+#: Tags of an epoch's result elements ``(tag, a, b)``.
+OUT_STATE, OUT_VALUE, OUT_COUNT = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class EpochTime:
+    """The clocks of one epoch, fixed by the driver so a retried task sees the same:
+    its processing time, the watermark it runs under, and how records carry event time
+    (None: no event time)."""
+
+    processing_time_ms: int = MIN_WATERMARK
+    watermark: int = MIN_WATERMARK
+    strategy: WatermarkStrategy | None = None
+
+
+#: A pass that fires no timer (the snapshot hook's).
+NO_TIME = EpochTime()
+
+
+class EpochParameters(Protocol):
+    function: KeyedProcessFunction
+    epoch: int
+    parallelism: int
+    notices: tuple[tuple[str, int], ...]
+    snapshot_id: int | None
+    time: EpochTime
+    #: A later keyed stage: records carry the timestamp their stage gave them.
+    carried: bool
+
+
+@dataclass
+class EpochRun:
+    """What one epoch of one subtask made: ``(timestamp, output)`` pairs (side outputs
+    among them), the number of records processed and, per source split, the largest
+    event time seen."""
+
+    out: list[tuple[int | None, Any]] = field(default_factory=list)
+    processed: int = 0
+    maxima: dict[str, int] = field(default_factory=dict)
+
+
+def uses_timers(fn: KeyedProcessFunction) -> bool:
+    return type(fn).on_timer is not KeyedProcessFunction.on_timer
+
+
+def run_function(
+    task: EpochParameters,
+    backend: KeyedStateBackend,
+    store: OperatorStateStore,
+    index: int,
+    records: list[tuple[Any, Any, Any]],
+) -> EpochRun:
+    """One epoch of the keyed function: due timers in timestamp order, then ``records``
+    (sorted ``(order, key, record)``)."""
+    fn = task.function
+    clock = task.time
+    fn.initialize_state(InitializationContext(store, index, task.parallelism))
+    fn.open(RuntimeContext(backend, index, task.parallelism, task.epoch))
+    for kind, checkpoint_id in task.notices:
+        notify = (
+            fn.notify_checkpoint_complete if kind == "complete" else fn.notify_checkpoint_aborted
+        )
+        notify(checkpoint_id)
+    ran = EpochRun(processed=len(records))
+    if clock.processing_time_ms != NO_TIME.processing_time_ms:
+        backend.processing_time_ms = clock.processing_time_ms  # state TTLs go by it too
+    timers = TimerService(backend, clock.processing_time_ms, clock.watermark)
+    if uses_timers(fn):
+        _fire_timers(fn, timers, backend, ran.out, index, task.epoch)
+    ctx = Context(ran.out, index, task.epoch, timers)
+    strategy = clock.strategy
+    for order, key, value in records:
+        backend.set_current_key(key)
+        ctx.current_key = key
+        if task.carried:
+            ctx.timestamp = carried_timestamp(order)
+        elif strategy is not None:
+            ts = strategy.timestamp_of(value)
+            ctx.timestamp = ts
+            split = split_of(order)
+            if split is not None and ts > ran.maxima.get(split, MIN_WATERMARK):
+                ran.maxima[split] = ts
+        fn.process_element(key, value, ctx)
+    if task.snapshot_id is not None:
+        fn.snapshot_state(task.snapshot_id)
+    fn.close()
+    return ran
+
+
+def _fire_timers(
+    fn: KeyedProcessFunction,
+    timers: TimerService,
+    backend: KeyedStateBackend,
+    out: list[tuple[int | None, Any]],
+    index: int,
+    epoch: int,
+) -> None:
+    timers.collect_due(backend.items())
+    ctx = TimerContext(out, index, epoch, timers)
+    for key, ts, domain in timers.pop_due():
+        ctx.current_key = key
+        ctx.timestamp = ts
+        ctx.time_domain = domain
+        fn.on_timer(ts, key, ctx)
+
+
+def epoch_outputs(
+    index: int, store: OperatorStateStore, ran: EpochRun
+) -> Iterator[tuple[int, Any, Any]]:
+    """An epoch's result elements after its keyed state: operator state, outputs, and
+    ``(processed, maxima)``."""
+    snapshot = store.snapshot()
+    if snapshot:
+        yield OUT_STATE, Slot(index), snapshot
+    for timestamp, value in ran.out:
+        yield OUT_VALUE, timestamp, value
+    yield OUT_COUNT, index, (ran.processed, ran.maxima)

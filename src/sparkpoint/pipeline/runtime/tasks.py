@@ -1,0 +1,156 @@
+"""The executor plumbing of an epoch, one call per partition: read source ranges, key
+records, pick an epoch's outputs apart, write them to the sink (phase one). Plain
+picklable objects, so Spark ships them with their parameters and a retried task does
+exactly the same. The keyed function and its state run in the backend's tasks
+(pipeline/state/).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sparkpoint.pipeline.api.event_time import MIN_WATERMARK, merge_maxima
+from sparkpoint.pipeline.api.functions import SideOutput
+from sparkpoint.pipeline.api.stages import RecordStage, run_record_stages
+from sparkpoint.pipeline.runtime.keyed_epoch import OUT_COUNT, OUT_STATE, OUT_VALUE
+from sparkpoint.pipeline.sinks.files import PendingFile, SinkWriter
+from sparkpoint.pipeline.sources.base import EpochRange, SplitReader
+
+#: Tags of the union of state and records (the value side of each pair).
+STATE, RECORD = 0, 1
+
+
+def tag_state(value: Any) -> tuple[int, Any]:
+    return STATE, value
+
+
+def tag_record(value: Any) -> tuple[int, Any]:
+    return RECORD, value
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTask:
+    """Source ranges → ``(key, (order, record))``, or ``(order, record)`` without a
+    ``key_selector`` (records that go through a DataFrame stage before they are keyed).
+    The order is ``(split, position)``; ``stages`` (per-record, before key_by) add the
+    index of each record they make from one source record: ``(split, position, n)``."""
+
+    reader: SplitReader
+    key_selector: Callable[[Any], Any] | None
+    stages: tuple[RecordStage, ...] = ()
+
+    def __call__(self, ranges: Iterable[EpochRange]) -> Iterator[tuple[Any, Any]]:
+        for split in ranges:
+            for position, record in self.reader.read(split):
+                if self.stages:
+                    outputs: Iterable[tuple[Any, Any]] = (
+                        ((split.split, position, n), out)
+                        for n, out in enumerate(run_record_stages(self.stages, record))
+                    )
+                else:
+                    outputs = (((split.split, position), record),)
+                for order, out in outputs:
+                    if self.key_selector is None:
+                        yield order, out
+                    else:
+                        yield self.key_selector(out), (order, out)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTask:
+    """``(order, record)`` → ``(key, (order, record))``."""
+
+    key_selector: Callable[[Any], Any]
+
+    def __call__(self, items: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        for order, record in items:
+            yield self.key_selector(record), (order, record)
+
+
+def _main_outputs(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    """``(n, timestamp, output)`` of an epoch's outputs, side outputs left out."""
+    main = (
+        (timestamp, value)
+        for tag, timestamp, value in items
+        if tag == OUT_VALUE and not isinstance(value, SideOutput)
+    )
+    for n, (timestamp, value) in enumerate(main):
+        yield n, timestamp, value
+
+
+def only_outputs(index: int, items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    """An epoch's outputs as ``((partition, n), output)``: what stages after the keyed
+    function take when one of them is a DataFrame stage."""
+    for n, _, value in _main_outputs(items):
+        yield (index, n), value
+
+
+def timed_outputs(
+    index: int, items: Iterable[tuple[int, Any, Any]]
+) -> Iterator[tuple[tuple[int, int, int], Any]]:
+    """An epoch's outputs as records of the next keyed stage: ``((timestamp, partition,
+    n), output)`` — the order it processes them in (event time first), and the
+    timestamp each carries (event_time.carried_timestamp)."""
+    for n, timestamp, value in _main_outputs(items):
+        yield (MIN_WATERMARK if timestamp is None else timestamp, index, n), value
+
+
+def only_side_outputs(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    for item in items:
+        if item[0] == OUT_VALUE and isinstance(item[2], SideOutput):
+            yield item
+
+
+def without_counts(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    for item in items:
+        if item[0] != OUT_COUNT:
+            yield item
+
+
+def only_counts(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    """An epoch's counts and side outputs: what goes to the sink beside the outputs of
+    a DataFrame stage after the keyed function."""
+    for item in items:
+        if item[0] == OUT_COUNT or (item[0] == OUT_VALUE and isinstance(item[2], SideOutput)):
+            yield item
+
+
+def tag_output(item: tuple[Any, Any]) -> tuple[int, Any, Any]:
+    return OUT_VALUE, None, item[1]
+
+
+def only_state(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    for tag, key, value in items:
+        if tag == OUT_STATE:
+            yield key, value
+
+
+@dataclass(frozen=True, slots=True)
+class SinkTask:
+    """Writes one partition's outputs of an epoch (phase one of the sink), after the
+    per-record ``stages`` after the keyed function, and reports ``(pending file or None,
+    records processed)``."""
+
+    writer: SinkWriter
+    stages: tuple[RecordStage, ...] = ()
+
+    def __call__(
+        self, index: int, items: Iterable[tuple[int, Any, Any]]
+    ) -> Iterator[tuple[PendingFile | None, int, dict[str, int]]]:
+        outputs: list[Any] = []
+        side: list[SideOutput] = []
+        processed, maxima = 0, {}
+        for tag, _, value in items:
+            if tag == OUT_VALUE:
+                if isinstance(value, SideOutput):
+                    side.append(value)
+                else:
+                    outputs.extend(run_record_stages(self.stages, value))
+            elif tag == OUT_COUNT:
+                processed += value[0]
+                merge_maxima(maxima, value[1])
+        if side and getattr(self.writer, "takes_side_outputs", False):
+            outputs.extend(side)  # a routed sink's writer sends them to their sinks
+        yield self.writer.write(index, outputs), processed, maxima

@@ -1,0 +1,1 @@
+"""Where a subtask's keyed state lives: the backend setting, memory and RocksDB beside it."""

@@ -1,0 +1,6 @@
+"""The servers the connector sinks write to, and Spark."""
+
+from tests.pipeline.conftest import spark
+from tests.support.connector_servers import kafka, postgres, rabbitmq
+
+__all__ = ["kafka", "postgres", "rabbitmq", "spark"]
