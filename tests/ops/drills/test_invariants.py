@@ -19,6 +19,7 @@ from sparkpoint.ops.drills import (
     check_retained_kept,
     check_runs_take_turns,
     check_single_leader,
+    clicks_read_per_split,
 )
 
 rising = st.lists(st.integers(1, 10_000), unique=True).map(sorted)
@@ -128,3 +129,28 @@ def test_two_driver_runs_completing_at_once_are_reported() -> None:
     verdict = check_runs_take_turns(_heard(("old", [1, 2, 7]), ("new", [5, 6, 8])))
     assert not verdict.ok
     assert "new completed 5..8 while old completed 1..7" in verdict.detail
+
+
+def test_the_input_read_comes_from_the_committed_totals_when_reports_undercount() -> None:
+    # A clicks output committed exactly once for 600 records per split, checked against a
+    # bound the drivers' reports undercounted (kills between a checkpoint and its progress
+    # line): against that bound it looks like extra output; against the input the totals
+    # show, it is exact. Lost or duplicated output still fails against it.
+    from sparkpoint.examples.clicks import expected_output
+    from sparkpoint.pipeline import ClickEventSource
+
+    def expected(per_split: int) -> list[str]:
+        source = ClickEventSource(splits=2, users=20, records_per_epoch=40, seed=7,
+                                  records_per_split=per_split)  # fmt: skip
+        return expected_output(source.all_records())
+
+    committed = expected(600)
+    assert not check_exactly_once(committed, expected(500)).ok  # the reports' bound
+    read = clicks_read_per_split(committed, 2)
+    assert read == 600
+    assert check_exactly_once(committed, expected(read)).ok
+    total = next(line for line in committed if '"type":"total"' in line)
+    twice = [*committed, total]
+    assert not check_exactly_once(twice, expected(clicks_read_per_split(twice, 2))).ok
+    lost = [line for line in committed if line != total]
+    assert not check_exactly_once(lost, expected(clicks_read_per_split(lost, 2))).ok

@@ -16,6 +16,7 @@ from sparkpoint.ops.drills.invariants import (
     check_retained_kept,
     check_runs_take_turns,
     check_single_leader,
+    clicks_read_per_split,
 )
 from sparkpoint.ops.drills.report import DrillReport, IterationResult
 
@@ -35,4 +36,5 @@ __all__ = [
     "check_retained_kept",
     "check_runs_take_turns",
     "check_single_leader",
+    "clicks_read_per_split",
 ]

@@ -6,6 +6,7 @@ Each check returns an :class:`Invariant`: its name, whether it held, and what br
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -96,6 +97,15 @@ def check_exactly_once(committed: Sequence[str], expected: Sequence[str]) -> Inv
     if extra:
         problems.append(f"{sum(extra.values())} lines extra or duplicated")
     return _result(EXACTLY_ONCE, problems, f"{len(committed)} committed, {len(expected)} expected")
+
+
+def clicks_read_per_split(committed: Iterable[str], splits: int) -> int:
+    """The records per split the clicks job has read, from its committed output: every
+    click commits exactly one running-total line (``"type": "total"``) and the splits
+    advance together. Output lost or committed twice skews it, and the exactly-once check
+    against the offline output for that input then reports lines missing or extra."""
+    totals = sum(1 for line in committed if json.loads(line).get("type") == "total")
+    return -(-totals // splits)
 
 
 def _result(name: str, problems: list[str], summary: str) -> Invariant:
