@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what it needs, lints, then pytest.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/ha -x).
+# The tests run in SPARKPOINT_TEST_WORKERS parallel pytest workers (2 by default; 0 runs
+# them in one process): each test module stays on one worker with its own ZooKeeper, HDFS
+# and Spark session, and most of a test's time is spent waiting on a session timeout, a
+# checkpoint or a process, not on the CPU.
 source "$(dirname "$0")/bootstrap.sh"
 sync_venv
 install_test_tools promtool connector_servers chromium podman  # one apt-get run
@@ -13,7 +17,10 @@ scripts/build-image.sh --zookeeper >build/image/build.log 2>&1 &
 images=$!
 .venv/bin/ruff check src tests bench
 status=0
-.venv/bin/python -m pytest "$@" || status=$?
+workers="${SPARKPOINT_TEST_WORKERS:-2}"
+parallel=()
+[ "$workers" = 0 ] || parallel=(-n "$workers" --dist loadfile)
+.venv/bin/python -m pytest "${parallel[@]}" "$@" || status=$?
 # Nothing is left running: the build ends before the script does.
 if ! wait "$images"; then
     echo "sparkpoint: building the images failed (log: build/image/build.log):" >&2

@@ -271,7 +271,7 @@ class _Session:
     """The session's watch (opened at the first server a fixture stops) and findings."""
 
     watch: ClassVar[ClientWatch | None] = None
-    found: ClassVar[list[LeftBehind]] = []
+    found: ClassVar[list[str]] = []
 
 
 def pytest_fixture_post_finalizer(fixturedef: pytest.FixtureDef[Any]) -> None:
@@ -284,22 +284,32 @@ def pytest_fixture_post_finalizer(fixturedef: pytest.FixtureDef[Any]) -> None:
     _Session.watch.stopped(result[0])
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """With parallel workers (pytest-xdist) each worker watches its own processes; the
+    controller collects what each found (a worker's own exit status is not the run's)."""
+    _Session.found.extend(getattr(node, "workeroutput", {}).get("leftover_clients", []))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if _Session.watch is None:
+    if _Session.watch is not None:
+        _Session.found.extend(str(c) for c in _Session.watch.left_behind())
+        _Session.watch.close()
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a worker: the controller reports and fails the run
+        workeroutput["leftover_clients"] = list(_Session.found)
         return
-    _Session.found = _Session.watch.left_behind()
-    _Session.watch.close()
     if _Session.found and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not _Session.found:
+    if not _Session.found or hasattr(terminalreporter.config, "workeroutput"):
         return
     terminalreporter.section("clients of stopped servers left behind", red=True)
     for client in _Session.found:
-        terminalreporter.write_line(str(client))
+        terminalreporter.write_line(client)
     terminalreporter.write_line(
         "A client must close when the job, reader or test that opened it is done: it "
         "keeps reconnecting, and reaches whatever listens on the port next."

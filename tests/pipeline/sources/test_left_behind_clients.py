@@ -95,11 +95,16 @@ def test_uses_the_server(postgres):
 """
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["serial", "parallel-workers"])
 @pytest.mark.parametrize("leak", [True, False])
-def test_a_session_that_leaves_a_client_behind_fails(tmp_path: Path, leak: bool) -> None:
+def test_a_session_that_leaves_a_client_behind_fails(
+    tmp_path: Path, leak: bool, workers: list[str]
+) -> None:
+    """Also when the tests run in pytest-xdist workers, as the suite does: the worker
+    that found the client tells the controller, whose exit status is the run's."""
     (tmp_path / "test_session.py").write_text(textwrap.dedent(SESSION_TEST.format(leak=leak)))
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *workers,
          "-p", "tests.support.leftover_clients", "--rootdir", str(tmp_path),
          "-c", os.devnull, str(tmp_path / "test_session.py")],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
