@@ -72,9 +72,11 @@ def _demo_until(
             events = _events_of(proc)
             deadline = time.monotonic() + 420
             while not done(seen):
-                left = deadline - time.monotonic()
-                assert left > 0, f"the demo's events never got there: {seen}"
-                event = events.get(timeout=left)
+                assert time.monotonic() < deadline, f"the demo's events never got there: {seen}"
+                try:
+                    event = events.get(timeout=5)
+                except queue.Empty:
+                    continue
                 assert event is not None, f"the demo ended on its own: {seen}"
                 seen.append(event)
                 assert event["event"] != "pipeline-exited", (
@@ -83,8 +85,14 @@ def _demo_until(
         finally:
             proc.send_signal(signal.SIGINT)  # stops the pipeline at an epoch boundary
             proc.wait(180)
-        while (event := events.get(timeout=60)) is not None:
-            seen.append(event)
+        try:
+            while (event := events.get(timeout=120)) is not None:
+                seen.append(event)
+        except queue.Empty:
+            raise AssertionError(
+                f"the demo exited but its output did not end (a process it started "
+                f"still holds it): {seen[-5:]}"
+            ) from None
     assert proc.returncode == 0, stderr.read_text()[-3000:]
     return seen
 
