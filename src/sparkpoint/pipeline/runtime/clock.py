@@ -33,12 +33,16 @@ class EpochClock:
         functions: list[KeyedProcessFunction],
         strategy: WatermarkStrategy | None,
         timer_interval_ms: int,
+        input_strategies: dict[str, WatermarkStrategy] | None = None,
     ) -> None:
+        """``input_strategies``: several sources, each with its strategy, by uid."""
         self.strategy = strategy
         self._stages = len(functions)
         self.tracker = None
         if strategy is not None:
-            self.tracker = WatermarkTracker(strategy, depth=len(functions) - 1)
+            self.tracker = WatermarkTracker(
+                strategy, depth=len(functions) - 1, input_strategies=input_strategies or {}
+            )
         self._timers = any(uses_timers(f) for f in functions)
         self._interval_ms = timer_interval_ms
         self._last_epoch_ms = now_ms()
