@@ -180,14 +180,29 @@ def test_the_slower_input_holds_the_watermark_back(spark: Any, tmp_path: Path, h
     assert driver.status.watermark == slowest_split(slow) - OUT_OF_ORDER_MS - 1
 
 
+class Stalled(ClickEventSource):
+    """A source that has no more records now but may have later (never exhausted)."""
+
+    @property
+    def exhausted(self) -> bool:
+        return False
+
+
 @pytest.mark.parametrize("how", ["union", "connect"])
-def test_an_idle_input_does_not_hold_the_watermark_back(
-    spark: Any, tmp_path: Path, how: str
+@pytest.mark.parametrize("why", ["idle", "ended"])
+def test_an_idle_or_ended_input_does_not_hold_the_watermark_back(
+    spark: Any, tmp_path: Path, how: str, why: str
 ) -> None:
     # The slow input has 25 records per split: all read in the first epoch, then none.
-    # An idle timeout of 1 ms makes it idle as soon as an epoch reads nothing of it.
-    fast, slow = clicks(per_split=10_000), slow_updates(per_split=25)
-    p = two_input_pipeline(how, fast, slow, tmp_path / "out", idle_ms=1)
+    # Idle: it is not over (a stalled stream), and an idle timeout of 1 ms makes it idle
+    # as soon as an epoch reads nothing of it. Ended: a bounded source read to its end,
+    # no idle timeout.
+    fast = clicks(per_split=10_000)
+    slow = Stalled(
+        splits=4, users=40, records_per_epoch=100, records_per_split=25, seed=11,
+        out_of_order_ms=1_500,
+    ) if why == "idle" else slow_updates(per_split=25)  # fmt: skip
+    p = two_input_pipeline(how, fast, slow, tmp_path / "out", 1 if why == "idle" else None)
     driver = watermark_after(spark, p, tmp_path / "ckpt", 3)
     fast_max = newest(fast, fast.offsets())
     assert newest(slow, slow.offsets()) < fast_max - OUT_OF_ORDER_MS

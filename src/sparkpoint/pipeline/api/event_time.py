@@ -120,6 +120,9 @@ class WatermarkTracker:
     #: A pipeline of several sources: per source uid, its strategy (its splits are named
     #: ``<uid>/<split>``); the others go by ``strategy``.
     input_strategies: dict[str, WatermarkStrategy] = field(default_factory=dict)
+    #: A pipeline of several sources: the split-name prefixes (``<uid>/``) of the
+    #: sources that have ended; their splits no longer hold the watermark back.
+    ended_sources: tuple[str, ...] = ()
 
     def stage_watermark(self, stage: int) -> int:
         """The watermark keyed stage ``stage`` runs the next epoch under."""
@@ -163,6 +166,8 @@ class WatermarkTracker:
             return MAX_WATERMARK
         active = []
         for split, ts in self.maxima.items():
+            if self.ended_sources and split.startswith(self.ended_sources):
+                continue  # as Flink's finished source, whose last watermark is the maximum
             strategy = self._strategy_of(split)
             timeout = strategy.idle_timeout_ms
             if timeout is None or now_ms - self.last_active_ms.get(split, now_ms) < timeout:

@@ -63,10 +63,19 @@ class EpochClock:
             for n in range(self._stages)
         )
 
-    def after_epoch(self, splits: Iterable[str], written: Iterable[Any], time: EpochTime) -> None:
-        """An epoch over ``splits`` ran at ``time``; ``written`` its partitions' results."""
+    def after_epoch(
+        self,
+        splits: Iterable[str],
+        written: Iterable[Any],
+        time: EpochTime,
+        ended_sources: tuple[str, ...] = (),
+    ) -> None:
+        """An epoch over ``splits`` ran at ``time``; ``written`` its partitions' results;
+        ``ended_sources``: the split-name prefixes of the sources that have ended (one of
+        several; when all have, the end of input moves the watermark)."""
         if self.tracker is None:
             return
+        self.tracker.ended_sources = ended_sources
         maxima: dict[str, int] = {}
         for _, _, partition_maxima in written:
             merge_maxima(maxima, partition_maxima)

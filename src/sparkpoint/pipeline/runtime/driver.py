@@ -285,7 +285,7 @@ class PipelineDriver:
             times,
         )
         self._source.advance(ranges)
-        self._clock.after_epoch((r.split for r in ranges), written, times[0])
+        self._clock.after_epoch((r.split for r in ranges), written, times[0], self._source.ended())
         self._sink.epoch_written(f for f, _, _ in written if f is not None)
         self.status.epoch = epoch
         self.status.records += sum(n for _, n, _ in written)

@@ -91,6 +91,12 @@ class SourceGroup:
     def exhausted(self) -> bool:
         return all(i.source.exhausted for i in self.inputs)
 
+    def ended(self) -> tuple[str, ...]:
+        """The split-name prefixes of the sources of several that have ended."""
+        if not self.several:
+            return ()
+        return tuple(self.prefix(n) for n, i in enumerate(self.inputs) if i.source.exhausted)
+
     def readers(self) -> tuple[SplitReader, ...]:
         return tuple(i.source.reader() for i in self.inputs)
 
