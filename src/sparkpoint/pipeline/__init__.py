@@ -1,6 +1,6 @@
 """The PySpark pipeline runtime: the only package that imports pyspark.
 
-A pipeline is source → [stages] → key_by → a keyed stateful function (with timers, or
+A pipeline is source(s) → [stages] → key_by → a keyed stateful function (with timers, or
 a window) → [stages] → a transactional sink and side-output sinks,
 executed on Spark in epochs and checkpointed through the coordinator (docs/architecture.md §7).
 pyspark itself is imported only where Spark is touched (the epoch plan and the tasks),
@@ -17,6 +17,7 @@ from sparkpoint.pipeline.api.event_time import MAX_WATERMARK, MIN_WATERMARK, Wat
 from sparkpoint.pipeline.api.functions import (
     Context,
     InitializationContext,
+    KeyedCoProcessFunction,
     KeyedProcessFunction,
     RuntimeContext,
     SideOutput,
@@ -126,6 +127,7 @@ __all__ = [
     "KafkaSource",
     "Key",
     "KeyGroupPartitioner",
+    "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "ListState",
     "ListStateDescriptor",

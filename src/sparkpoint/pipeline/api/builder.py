@@ -1,8 +1,10 @@
 """The pipeline API: source → [stages] → key_by → process → [stages → key_by →
-process …] → [stages] → sink, and the job graph it makes. Stages (``map``, ``filter``,
-``flat_map``, ``dataframe``) called before ``key_by`` run on each record before it is
-keyed; called after ``process``, on the keyed function's outputs, before the next
-``key_by`` or the sink (stages.py).
+process …] → [stages] → sink, and the job graph it makes. Several sources go into the
+first keyed stage through ``union`` (one stream of records of the same shape) or
+``connect`` (two keyed streams into one :class:`KeyedCoProcessFunction`). Stages
+(``map``, ``filter``, ``flat_map``, ``dataframe``) called before ``key_by`` run on each
+record before it is keyed; called after ``process``, on the keyed function's outputs,
+before the next ``key_by`` or the sink (stages.py).
 
 >>> from sparkpoint.examples.clicks import ClickTotals
 >>> from sparkpoint.pipeline import ClickEventSource, Pipeline, TransactionalFileSink
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec, validate_job_id
 from sparkpoint.pipeline.api.event_time import WatermarkStrategy
-from sparkpoint.pipeline.api.functions import KeyedProcessFunction
+from sparkpoint.pipeline.api.functions import KeyedCoProcessFunction, KeyedProcessFunction
 from sparkpoint.pipeline.api.stages import (
     FILTER,
     FLAT_MAP,
@@ -59,6 +61,41 @@ class KeyedStage:
     uid: str
 
 
+@dataclass(frozen=True, slots=True)
+class SourceInput:
+    """One source of a pipeline of several: its uid (its offsets and watermarks are kept
+    under it), the stages that run on its records only (those called on its stream
+    before ``union`` or ``connect``), its watermark strategy, and the input of a
+    connected keyed function it feeds (``side`` 0, or 1: ``process_element2``)."""
+
+    source: Source
+    uid: str
+    stages: tuple[Stage, ...] = ()
+    watermark_strategy: WatermarkStrategy | None = None
+    side: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TypedKey:
+    """A key selector whose keys must be of ``key_type`` (``key_by(…, key_type=…)``):
+    a key of another type fails the epoch with an error that names ``stream``."""
+
+    selector: Callable[[Any], Any]
+    key_type: type
+    stream: str
+
+    def __call__(self, record: Any) -> Any:
+        key = self.selector(record)
+        if not isinstance(key, self.key_type) or (
+            isinstance(key, bool) and self.key_type is not bool
+        ):
+            raise TypeError(
+                f"{self.stream}: key {key!r} is {type(key).__name__}, not "
+                f"{self.key_type.__name__} as key_by(key_type=…) declares"
+            )
+        return key
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """An immutable description; each builder call returns a new one. Every operator
@@ -90,6 +127,13 @@ class Pipeline:
     #: Keyed stages after the first (re-keyed: ``.process(…).key_by(…).process(…)``); the
     #: last one being built may still lack its function.
     more_keyed: tuple[KeyedStage, ...] = ()
+    #: The sources of a pipeline of several (``union``/``connect``); empty: the one
+    #: source is ``source_op``.
+    merged: tuple[SourceInput, ...] = ()
+    #: The key type ``key_by(key_type=…)`` declared for the first keyed stage.
+    key_type: type | None = None
+    #: The second input's key selector of a connected first keyed stage (``connect``).
+    second_key_selector: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         validate_job_id(self.job_id)
@@ -97,18 +141,33 @@ class Pipeline:
             raise ValueError(f"parallelism {self.parallelism} must be at least 1")
 
     def source(self, source: Source, *, uid: str = "source") -> Pipeline:
+        """The stream of ``source``'s records. For several sources, make one stream per
+        source from the same ``Pipeline``, each with its own uid, and ``union`` or
+        ``connect`` them."""
+        if self.merged:
+            raise ValueError(
+                f"pipeline {self.job_id}: source {uid!r} on a stream of several sources; "
+                "make a stream of it and union or connect the two"
+            )
         return replace(self, source_op=source, source_uid=uid)
 
-    def key_by(self, key_selector: Callable[[Any], Any]) -> Pipeline:
+    def key_by(
+        self, key_selector: Callable[[Any], Any], *, key_type: type | None = None
+    ) -> Pipeline:
         """``key_selector(record)`` gives the key: str, bytes, int, bool, None, float or
         a tuple of these (keys are hashed from their canonical bytes, never ``hash()``).
         After a ``process``, starts another keyed stage on its outputs (re-keyed: the
         outputs are partitioned by the new key, and the stateless stages between the
-        two run on them)."""
+        two run on them). ``key_type``: every key must be of this type (checked on each
+        record, and by ``connect`` against the other stream's)."""
         if self._awaiting_process:
             raise ValueError(f"pipeline {self.job_id}: key_by twice without process between")
+        if key_type is not None and not isinstance(key_type, type):
+            raise TypeError(f"pipeline {self.job_id}: key_type must be a type, got {key_type!r}")
+        if key_type is not None:
+            key_selector = TypedKey(key_selector, key_type, f"pipeline {self.job_id}")
         if self.function is None:
-            return replace(self, key_selector=key_selector)
+            return replace(self, key_selector=key_selector, key_type=key_type)
         stage = KeyedStage(self.post_process_stages, key_selector, None, "")
         return replace(self, more_keyed=(*self.more_keyed, stage), post_process_stages=())
 
@@ -117,6 +176,17 @@ class Pipeline:
         (default ``process``, then ``process-2``, ``process-3`` … for later stages)."""
         if not self._awaiting_process:
             raise ValueError(f"pipeline {self.job_id}: process needs a key_by before it")
+        connected = self.second_key_selector is not None and not self.more_keyed
+        if connected and not isinstance(function, KeyedCoProcessFunction):
+            raise TypeError(
+                f"pipeline {self.job_id}: connected streams go into a KeyedCoProcessFunction "
+                f"(process_element1/process_element2), not {type(function).__name__}"
+            )
+        if not connected and isinstance(function, KeyedCoProcessFunction):
+            raise TypeError(
+                f"pipeline {self.job_id}: {type(function).__name__} is a "
+                "KeyedCoProcessFunction: it takes two streams, a.key_by(…).connect(b.key_by(…))"
+            )
         if not self.more_keyed:
             return replace(self, function=function, process_uid=uid or "process")
         stage = replace(
@@ -137,6 +207,114 @@ class Pipeline:
         assert self.key_selector is not None and self.function is not None
         first = KeyedStage(self.pre_key_stages, self.key_selector, self.function, self.process_uid)
         return (first, *self.more_keyed)
+
+    @property
+    def inputs(self) -> tuple[SourceInput, ...]:
+        """Every source, with the stages that run on its records only."""
+        if self.merged:
+            return self.merged
+        if self.source_op is None:
+            return ()
+        return (SourceInput(self.source_op, self.source_uid, (), self.watermark_strategy),)
+
+    def union(self, *others: Pipeline) -> Pipeline:
+        """One stream of this pipeline's records and ``others``' (records of the same
+        shape, from sources each with its own uid): the stages after ``union``, the
+        keyed function and the sink take them all. The watermark is the smallest of
+        the sources' (an idle one, see ``WatermarkStrategy.idle_timeout_ms``, does not
+        hold it back). Call it before ``key_by``."""
+        streams = (self, *others)
+        for n, stream in enumerate(streams):
+            self._check_mergeable(stream, "union", "stream" if n == 0 else f"stream {n + 1}")
+            if stream.key_selector is not None:
+                raise ValueError(
+                    f"pipeline {self.job_id}: union takes streams before key_by "
+                    f"({'this stream' if n == 0 else f'stream {n + 1}'} is keyed); "
+                    "call key_by after union"
+                )
+        inputs = tuple(i for stream in streams for i in stream._folded_inputs(0))
+        return self._merged_into(inputs, "union")
+
+    def connect(self, other: Pipeline) -> Pipeline:
+        """Two keyed streams into one keyed function, a :class:`KeyedCoProcessFunction`
+        given to ``process``: this stream's records to ``process_element1``, ``other``'s
+        to ``process_element2``, both with the state and timers of their key. Both must
+        be keyed (``key_by``) by keys of one type (say which with ``key_by(…,
+        key_type=…)``: connect refuses two different ones)."""
+        for stream, which in ((self, "this stream"), (other, "the connected stream")):
+            self._check_mergeable(stream, "connect", which)
+            if stream.key_selector is None:
+                raise ValueError(
+                    f"pipeline {self.job_id}: connect joins two keyed streams, and {which} "
+                    "is not keyed: call key_by on both before connect"
+                )
+        if self.second_key_selector is not None or other.second_key_selector is not None:
+            raise ValueError(f"pipeline {self.job_id}: a connected stream cannot connect again")
+        if None not in (self.key_type, other.key_type) and self.key_type is not other.key_type:
+            raise TypeError(
+                f"pipeline {self.job_id}: connect of streams keyed by different key types: "
+                f"{self.key_type.__name__} and {other.key_type.__name__}"  # type: ignore[union-attr]
+            )
+        key_type = self.key_type or other.key_type
+        first, second = self.key_selector, other.key_selector
+        assert first is not None and second is not None
+        if key_type is not None:  # one side declared it: the other's keys must be of it too
+            first = _typed(first, key_type, f"pipeline {self.job_id}, first input")
+            second = _typed(second, key_type, f"pipeline {self.job_id}, second input")
+        inputs = (*self._folded_inputs(0), *other._folded_inputs(1))
+        merged = self._merged_into(inputs, "connect")
+        return replace(merged, key_selector=first, second_key_selector=second, key_type=key_type)
+
+    def _check_mergeable(self, stream: Pipeline, verb: str, which: str) -> None:
+        if not isinstance(stream, Pipeline):
+            raise TypeError(f"pipeline {self.job_id}: {verb} takes pipelines, got {stream!r}")
+        if stream.job_id != self.job_id or stream.parallelism != self.parallelism:
+            raise ValueError(
+                f"pipeline {self.job_id}: {verb} of streams of different pipelines "
+                f"({stream.job_id!r} at parallelism {stream.parallelism}, "
+                f"{self.job_id!r} at {self.parallelism}): build both from one Pipeline"
+            )
+        if not stream.inputs:
+            raise ValueError(f"pipeline {self.job_id}: {verb}: {which} has no source")
+        if stream.function is not None:
+            raise ValueError(
+                f"pipeline {self.job_id}: {verb} takes streams of sources; {which} has a "
+                "keyed function already (only sources can be merged for now)"
+            )
+
+    def _folded_inputs(self, side: int) -> tuple[SourceInput, ...]:
+        """This stream's inputs with the stages called on it so far (and its watermark
+        strategy) made their own, feeding ``side`` of a connected function."""
+        return tuple(
+            replace(
+                i,
+                stages=(*i.stages, *self.pre_key_stages),
+                watermark_strategy=i.watermark_strategy or self.watermark_strategy,
+                side=side,
+            )
+            for i in self.inputs
+        )
+
+    def _merged_into(self, inputs: tuple[SourceInput, ...], verb: str) -> Pipeline:
+        seen: set[str] = set()
+        for i in inputs:
+            if i.uid in seen:
+                raise ValueError(
+                    f"pipeline {self.job_id}: {verb} of two sources with the uid {i.uid!r}: "
+                    "give each source its own uid (.source(src, uid=…)), its offsets and "
+                    "watermarks are kept under it"
+                )
+            seen.add(i.uid)
+        strategy = next((i.watermark_strategy for i in inputs if i.watermark_strategy), None)
+        return replace(
+            self,
+            source_op=None,
+            merged=inputs,
+            pre_key_stages=(),
+            watermark_strategy=strategy,
+            key_selector=None,
+            key_type=None,
+        )
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)
@@ -167,6 +345,9 @@ class Pipeline:
                 f"pipeline {self.job_id}: assign_timestamps takes a WatermarkStrategy, "
                 f"got {type(strategy).__name__}"
             )
+        if self.merged:  # every source's records carry time by it
+            merged = tuple(replace(i, watermark_strategy=strategy) for i in self.merged)
+            return replace(self, watermark_strategy=strategy, merged=merged)
         return replace(self, watermark_strategy=strategy)
 
     def window(
@@ -248,7 +429,7 @@ class Pipeline:
         missing = [
             what
             for what, value in (
-                ("source", self.source_op),
+                ("source", self.inputs or None),
                 ("key_by", self.key_selector),
                 ("process", self.function),
                 ("sink", self.sink_op),
@@ -259,12 +440,31 @@ class Pipeline:
             missing.append("process after the last key_by")
         if missing:
             raise ValueError(f"pipeline {self.job_id}: missing {', '.join(missing)}")
-        uids = [self.source_uid, *(k.uid for k in self.keyed_stages), self.sink_uid]
+        uids = [*(i.uid for i in self.inputs), *(k.uid for k in self.keyed_stages), self.sink_uid]
         if len(set(uids)) != len(uids):
             raise ValueError(f"pipeline {self.job_id}: operator uids {uids} are not unique")
+        if self.merged:
+            self._validate_merged()
+
+    def _validate_merged(self) -> None:
+        timed = [i.uid for i in self.merged if i.watermark_strategy is not None]
+        if timed and len(timed) != len(self.merged):
+            untimed = [i.uid for i in self.merged if i.watermark_strategy is None]
+            raise ValueError(
+                f"pipeline {self.job_id}: sources {timed} carry event time and {untimed} "
+                "do not: give every source a WatermarkStrategy (assign_timestamps)"
+            )
+        for i in self.merged:
+            for stage in (*i.stages, *self.pre_key_stages):
+                if isinstance(stage, DataFrameStage):
+                    raise ValueError(
+                        f"pipeline {self.job_id}: dataframe stage {stage.name!r} runs before "
+                        f"key_by on source {i.uid!r} of several; a pipeline of several sources "
+                        "takes per-record stages there (dataframe stages go after process)"
+                    )
 
     def job_graph(self) -> JobGraph:
-        """The source, each keyed stage and the sink, all at the pipeline's parallelism;
+        """The sources, each keyed stage and the sink, all at the pipeline's parallelism;
         every subtask of each acknowledges every checkpoint (source offsets, keyed
         state, sink transactions)."""
         self.validate()
@@ -273,11 +473,21 @@ class Pipeline:
             OperatorSpec(k.uid, p, m, name="process" if n == 0 else f"process {n + 1}", keyed=True)
             for n, k in enumerate(self.keyed_stages)
         )
+        sources = tuple(
+            OperatorSpec(i.uid, p, m, name=f"source {i.uid}" if self.merged else "source")
+            for i in self.inputs
+        )
         return JobGraph(
             self.job_id,
             (
-                OperatorSpec(self.source_uid, p, m, name="source"),
+                *sources,
                 *keyed,
                 OperatorSpec(self.sink_uid, p, m, name="sink"),
             ),
         )
+
+
+def _typed(selector: Callable[[Any], Any], key_type: type, stream: str) -> TypedKey:
+    if isinstance(selector, TypedKey):
+        return replace(selector, stream=stream)
+    return TypedKey(selector, key_type, stream)

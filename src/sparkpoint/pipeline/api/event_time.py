@@ -117,6 +117,12 @@ class WatermarkTracker:
     depth: int = 0
     #: Epochs run since the input ended.
     flushed: int = 0
+    #: A pipeline of several sources: per source uid, its strategy (its splits are named
+    #: ``<uid>/<split>``); the others go by ``strategy``.
+    input_strategies: dict[str, WatermarkStrategy] = field(default_factory=dict)
+    #: A pipeline of several sources: the split-name prefixes (``<uid>/``) of the
+    #: sources that have ended; their splits no longer hold the watermark back.
+    ended_sources: tuple[str, ...] = ()
 
     def stage_watermark(self, stage: int) -> int:
         """The watermark keyed stage ``stage`` runs the next epoch under."""
@@ -148,21 +154,28 @@ class WatermarkTracker:
         self.ended = True
         self.current = MAX_WATERMARK
 
+    def _strategy_of(self, split: str) -> WatermarkStrategy:
+        if not self.input_strategies:
+            return self.strategy
+        return self.input_strategies.get(split.partition("/")[0], self.strategy)
+
     def _computed(self, now_ms: int) -> int:
+        """The smallest watermark of the splits that are not idle: with several sources
+        the smallest of theirs, each split by its own source's strategy."""
         if self.ended:
             return MAX_WATERMARK
-        timeout = self.strategy.idle_timeout_ms
-        active = [
-            ts
-            for split, ts in self.maxima.items()
-            if timeout is None or now_ms - self.last_active_ms.get(split, now_ms) < timeout
-        ]
+        active = []
+        for split, ts in self.maxima.items():
+            if self.ended_sources and split.startswith(self.ended_sources):
+                continue  # as Flink's finished source, whose last watermark is the maximum
+            strategy = self._strategy_of(split)
+            timeout = strategy.idle_timeout_ms
+            if timeout is None or now_ms - self.last_active_ms.get(split, now_ms) < timeout:
+                ooo = strategy.max_out_of_orderness_ms
+                active.append(MIN_WATERMARK if ts == MIN_WATERMARK else ts - ooo - 1)
         if not active:
             return self.current  # all idle (or none yet): hold, as Flink does
-        low = min(active)
-        if low == MIN_WATERMARK:
-            return MIN_WATERMARK
-        return low - self.strategy.max_out_of_orderness_ms - 1
+        return min(active)
 
     def snapshot(self) -> list[tuple[str, int]]:
         """Operator-state elements of the source: ``(split, max timestamp)``; a split

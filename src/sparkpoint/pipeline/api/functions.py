@@ -1,4 +1,5 @@
-"""What a pipeline author implements: :class:`KeyedProcessFunction`, and its contexts.
+"""What a pipeline author implements: :class:`KeyedProcessFunction` (or, for two
+connected streams, :class:`KeyedCoProcessFunction`), and its contexts.
 
 Lifecycle on Spark: the function object is shipped to the executors with every epoch, so
 each epoch's task of subtask ``i`` works on a fresh copy. Per task: ``initialize_state``
@@ -192,3 +193,32 @@ class KeyedProcessFunction:
 
     def close(self) -> None:
         """End of this epoch's task."""
+
+
+class KeyedCoProcessFunction(KeyedProcessFunction):
+    """The keyed function of two connected streams (``a.key_by(…).connect(b.key_by(…))``):
+    ``process_element1`` gets the first stream's records, ``process_element2`` the
+    second's; both read and write the state of the same key and set its timers, and
+    ``on_timer`` is called for either. Records of the two inputs are processed in a
+    deterministic order within an epoch, not in event-time order across the inputs: a
+    result that must wait for the other input waits for the watermark (a timer).
+
+    >>> class LatestPrice(KeyedCoProcessFunction):
+    ...     def open(self, ctx):
+    ...         self.price = ctx.get_state(ValueStateDescriptor("price"))
+    ...     def process_element1(self, key, order, ctx):
+    ...         ctx.collect({**order, "price": self.price.value()})
+    ...     def process_element2(self, key, price, ctx):
+    ...         self.price.update(price["price"])
+    """
+
+    def process_element1(self, key: Key, value: Any, ctx: Context) -> None:
+        """A record of the first input (the stream ``connect`` was called on)."""
+        raise NotImplementedError
+
+    def process_element2(self, key: Key, value: Any, ctx: Context) -> None:
+        """A record of the second input (the stream given to ``connect``)."""
+        raise NotImplementedError
+
+    def process_element(self, key: Key, value: Any, ctx: Context) -> None:
+        self.process_element1(key, value, ctx)

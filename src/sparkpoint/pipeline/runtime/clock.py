@@ -33,12 +33,16 @@ class EpochClock:
         functions: list[KeyedProcessFunction],
         strategy: WatermarkStrategy | None,
         timer_interval_ms: int,
+        input_strategies: dict[str, WatermarkStrategy] | None = None,
     ) -> None:
+        """``input_strategies``: several sources, each with its strategy, by uid."""
         self.strategy = strategy
         self._stages = len(functions)
         self.tracker = None
         if strategy is not None:
-            self.tracker = WatermarkTracker(strategy, depth=len(functions) - 1)
+            self.tracker = WatermarkTracker(
+                strategy, depth=len(functions) - 1, input_strategies=input_strategies or {}
+            )
         self._timers = any(uses_timers(f) for f in functions)
         self._interval_ms = timer_interval_ms
         self._last_epoch_ms = now_ms()
@@ -59,10 +63,19 @@ class EpochClock:
             for n in range(self._stages)
         )
 
-    def after_epoch(self, splits: Iterable[str], written: Iterable[Any], time: EpochTime) -> None:
-        """An epoch over ``splits`` ran at ``time``; ``written`` its partitions' results."""
+    def after_epoch(
+        self,
+        splits: Iterable[str],
+        written: Iterable[Any],
+        time: EpochTime,
+        ended_sources: tuple[str, ...] = (),
+    ) -> None:
+        """An epoch over ``splits`` ran at ``time``; ``written`` its partitions' results;
+        ``ended_sources``: the split-name prefixes of the sources that have ended (one of
+        several; when all have, the end of input moves the watermark)."""
         if self.tracker is None:
             return
+        self.tracker.ended_sources = ended_sources
         maxima: dict[str, int] = {}
         for _, _, partition_maxima in written:
             merge_maxima(maxima, partition_maxima)

@@ -38,6 +38,7 @@ from sparkpoint.pipeline.channels.protocol import (
 )
 from sparkpoint.pipeline.runtime.clock import EpochClock
 from sparkpoint.pipeline.runtime.epoch_plan import EpochPlan
+from sparkpoint.pipeline.runtime.inputs import SourceGroup
 from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner
 from sparkpoint.pipeline.runtime.progress import ProgressMeter
 from sparkpoint.pipeline.runtime.snapshots import (
@@ -127,11 +128,13 @@ class PipelineDriver:
         ]
         check_state_in_place(self.sc.getConf(), pipeline.state_backend)
         self._plan = EpochPlan(self.sc, pipeline, self._state_tasks, lineage_limit)
-        self._source = pipeline.source_op
+        self._source = SourceGroup(pipeline.inputs)
         self._sink = pipeline.sinks()
-        assert self._source is not None
         self._clock = EpochClock(
-            [k.function for k in self._stages], pipeline.watermark_strategy, timer_interval_ms
+            [k.function for k in self._stages],
+            pipeline.watermark_strategy,
+            timer_interval_ms,
+            {i.uid: i.watermark_strategy for i in pipeline.merged if i.watermark_strategy},
         )
         self._triggers: list[TriggerCheckpoint] = []
         self._granted_notices: list[RunNotice] = []
@@ -269,13 +272,12 @@ class PipelineDriver:
         return True
 
     def _run_epoch(self, ranges: list[Any], trigger: TriggerCheckpoint | None) -> None:
-        assert self._source is not None and self._sink is not None
         epoch = self.status.epoch + 1
         notices, self._function_notices = tuple(self._function_notices), []
         times = self._clock.epoch_times()
         written = self._plan.run_epoch(
             ranges,
-            self._source.reader(),
+            self._source,
             epoch,
             notices,
             trigger.checkpoint_id if trigger else None,
@@ -283,7 +285,7 @@ class PipelineDriver:
             times,
         )
         self._source.advance(ranges)
-        self._clock.after_epoch((r.split for r in ranges), written, times[0])
+        self._clock.after_epoch((r.split for r in ranges), written, times[0], self._source.ended())
         self._sink.epoch_written(f for f, _, _ in written if f is not None)
         self.status.epoch = epoch
         self.status.records += sum(n for _, n, _ in written)
@@ -312,7 +314,6 @@ class PipelineDriver:
         return self._triggers.pop(0)
 
     def _checkpoint(self, trigger: TriggerCheckpoint) -> None:
-        assert self._source is not None and self._sink is not None
         cid = trigger.checkpoint_id
         location = checkpoint_location(trigger, self.graph.job_id, self._inline_threshold)
         self._sink.pre_commit(cid)
@@ -373,7 +374,6 @@ class PipelineDriver:
     ) -> None:
         """Run epochs until a bounded source is exhausted, ``max_epochs`` ran, or
         ``until(driver)`` is true. With nothing to read, heartbeats every ``idle_wait_s``."""
-        assert self._source is not None
         ran = 0
         while not self._stopped:
             if until is not None and until(self):
@@ -441,5 +441,4 @@ class PipelineDriver:
             try:
                 self._sink.close()
             finally:
-                if self._source is not None:
-                    self._source.close()
+                self._source.close()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.api.builder import KeyedStage, Pipeline
 from sparkpoint.pipeline.api.stages import leading_record_stages
+from sparkpoint.pipeline.runtime.inputs import InputRange, InputTask, SourceGroup
 from sparkpoint.pipeline.runtime.keyed_epoch import NO_TIME, EpochTime
 from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner, Slot
 from sparkpoint.pipeline.runtime.stage_plan import run_stages
@@ -156,23 +157,23 @@ class EpochPlan:
 
     def run_epoch(
         self,
-        ranges: list[Any],
-        reader: Any,
+        ranges: list[InputRange],
+        sources: SourceGroup,
         epoch: int,
         notices: tuple[tuple[str, int], ...],
         snapshot_id: int | None,
         writer: Any,
         times: tuple[EpochTime, ...] = (),
     ) -> list[tuple[Any, int, dict[str, int]]]:
-        """One epoch: ``ranges`` read by ``reader``, keyed, partitioned, unioned with the
-        first stage's state and processed (after the timers ``times[0]`` makes due); each
-        later keyed stage takes the previous one's outputs the same way (under
-        ``times[n]``; none given: no timer fires); the last one's outputs go to
+        """One epoch: ``ranges`` read by their ``sources``' readers, keyed, partitioned,
+        unioned with the first stage's state and processed (after the timers ``times[0]``
+        makes due); each later keyed stage takes the previous one's outputs the same way
+        (under ``times[n]``; none given: no timer fires); the last one's outputs go to
         ``writer``. Returns what each partition wrote (a pending file or None, its record
         count, the largest event time per split); the new states are ``states``."""
         from pyspark import StorageLevel
 
-        records = self._keyed_records(ranges, reader).partitionBy(self._p, self.partitioner)
+        records = self._keyed_records(ranges, sources).partitionBy(self._p, self.partitioner)
         results: list[RDD[Any]] = []
         for n, stage in enumerate(self._stages):
             if n > 0:
@@ -217,15 +218,36 @@ class EpochPlan:
         middle = [r.mapPartitions(only_side_outputs) for r in results[1:-1]]
         return self.sc.union([last, first, *middle])
 
-    def _keyed_records(self, ranges: list[Any], reader: Any) -> RDD[Any]:
-        """The epoch's records, through the stages before key_by, keyed."""
+    def _keyed_records(self, ranges: list[InputRange], sources: SourceGroup) -> RDD[Any]:
+        """The epoch's records, through the stages before key_by, keyed. With several
+        sources: each source's records through its own stages and key selector, as
+        records carrying their input (``InputRecord``), one RDD of them all."""
         first = self._stages[0]
-        read = self.sc.parallelize(ranges, max(1, len(ranges)))
-        leading, rest = leading_record_stages(first.stages_before)
-        if not rest:
-            return read.mapPartitions(ReadTask(reader, first.key_selector, leading))
-        ordered = run_stages(read.mapPartitions(ReadTask(reader, None, leading)), rest)
-        return ordered.mapPartitions(KeyTask(first.key_selector))
+        if not sources.several:
+            read = self.sc.parallelize([r.range for r in ranges], max(1, len(ranges)))
+            leading, rest = leading_record_stages(first.stages_before)
+            reader = sources.readers()[0]
+            if not rest:
+                return read.mapPartitions(ReadTask(reader, first.key_selector, leading))
+            ordered = run_stages(read.mapPartitions(ReadTask(reader, None, leading)), rest)
+            return ordered.mapPartitions(KeyTask(first.key_selector))
+        second_key = self._pipeline.second_key_selector
+        per_source = []
+        for n, (source, reader) in enumerate(zip(sources.inputs, sources.readers(), strict=True)):
+            mine = [r.range for r in ranges if r.input == n]
+            if not mine:
+                continue
+            # Per-record stages only (builder.validate): one order type for all sources.
+            stages, _ = leading_record_stages((*source.stages, *first.stages_before))
+            key = second_key if source.side == 1 and second_key is not None else first.key_selector
+            read = ReadTask(reader, key, stages, sources.prefix(n))
+            task = InputTask(source.side, source.watermark_strategy)
+            per_source.append(
+                self.sc.parallelize(mine, len(mine)).mapPartitions(read).mapPartitions(task)
+            )
+        if not per_source:
+            return self.sc.parallelize([], 1)
+        return per_source[0] if len(per_source) == 1 else self.sc.union(per_source)
 
     def _rekeyed(self, previous: RDD[Any], stage: KeyedStage) -> RDD[Any]:
         """The previous keyed stage's outputs, with the timestamps they carry, through

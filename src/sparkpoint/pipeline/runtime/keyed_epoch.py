@@ -25,6 +25,7 @@ from sparkpoint.pipeline.api.functions import (
 from sparkpoint.pipeline.api.keyed_state import KeyedStateBackend
 from sparkpoint.pipeline.api.operator_state import OperatorStateStore
 from sparkpoint.pipeline.api.timers import TimerService
+from sparkpoint.pipeline.runtime.inputs import InputRecord
 from sparkpoint.pipeline.runtime.partitioner import Slot
 
 #: Tags of an epoch's result elements ``(tag, a, b)``.
@@ -98,18 +99,26 @@ def run_function(
         _fire_timers(fn, timers, backend, ran.out, index, task.epoch)
     ctx = Context(ran.out, index, task.epoch, timers)
     strategy = clock.strategy
-    for order, key, value in records:
+    for order, key, element in records:
+        value = element
         backend.set_current_key(key)
         ctx.current_key = key
-        if task.carried:
+        process = fn.process_element
+        ts: int | None = None
+        if isinstance(element, InputRecord):  # a pipeline of several sources (inputs.py)
+            if element.side == 1:
+                process = fn.process_element2  # type: ignore[attr-defined]
+            ts, value = element.timestamp, element.record
+            ctx.timestamp = ts
+        elif task.carried:
             ctx.timestamp = carried_timestamp(order)
         elif strategy is not None:
-            ts = strategy.timestamp_of(value)
-            ctx.timestamp = ts
+            ts = ctx.timestamp = strategy.timestamp_of(value)
+        if ts is not None and not task.carried:
             split = split_of(order)
             if split is not None and ts > ran.maxima.get(split, MIN_WATERMARK):
                 ran.maxima[split] = ts
-        fn.process_element(key, value, ctx)
+        process(key, value, ctx)
     if task.snapshot_id is not None:
         fn.snapshot_state(task.snapshot_id)
     fn.close()

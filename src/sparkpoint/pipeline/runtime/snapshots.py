@@ -1,4 +1,4 @@
-"""The operator state the driver itself snapshots and restores: the source's offsets and
+"""The operator state the driver itself snapshots and restores: each source's offsets and
 the sink's transactions, one operator-state stream per subtask (docs/architecture.md §7)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from sparkpoint.checkpoint import CheckpointKind, DistributionMode, OperatorSubt
 from sparkpoint.pipeline.api.operator_state import decode_element, encode_element
 from sparkpoint.pipeline.channels.protocol import Ack, TriggerCheckpoint
 from sparkpoint.pipeline.runtime.clock import SOURCE_WATERMARKS, EpochClock
+from sparkpoint.pipeline.runtime.inputs import SourceGroup
 from sparkpoint.pipeline.sinks.base import Sink
-from sparkpoint.pipeline.sources import Source
 from sparkpoint.recovery.reader import read_operator_state
 from sparkpoint.storage import filesystem_for
 from sparkpoint.storage.location import CheckpointLocation
@@ -44,23 +44,24 @@ def checkpoint_location(
 def driver_side_acks(
     location: CheckpointLocation,
     pipeline: Pipeline,
-    source: Source,
+    sources: SourceGroup,
     sink: Sink,
     watermarks: Sequence[tuple[str, int]] = (),
 ) -> list[Ack]:
-    """Source offsets (and event-time maxima, clock.py) and sink transactions,
-    one operator-state stream per subtask."""
-    source_uid, sink_uid, parallelism = pipeline.source_uid, pipeline.sink_uid, pipeline.parallelism
-    source_parts: dict[str, list[list[bytes]]] = {
-        SOURCE_OFFSETS: _spread(sorted(source.offsets().items()), parallelism)
-    }
-    if watermarks:
-        source_parts[SOURCE_WATERMARKS] = _spread(watermarks, parallelism)
-    sink_parts = {SINK_TRANSACTIONS: sink.snapshot(parallelism)}
+    """Each source's offsets (and event-time maxima, clock.py) under its uid, and the
+    sink's transactions, one operator-state stream per subtask."""
+    parallelism = pipeline.parallelism
+    named: list[tuple[str, dict[str, list[list[bytes]]]]] = []
+    for n, source in enumerate(sources.inputs):
+        parts = {SOURCE_OFFSETS: _spread(sorted(source.source.offsets().items()), parallelism)}
+        if watermarks:
+            parts[SOURCE_WATERMARKS] = _spread(sources.watermarks_of(n, watermarks), parallelism)
+        named.append((source.uid, parts))
+    named.append((pipeline.sink_uid, {SINK_TRANSACTIONS: sink.snapshot(parallelism)}))
     acks: list[Ack] = []
-    for uid, named in ((source_uid, source_parts), (sink_uid, sink_parts)):
+    for uid, by_name in named:
         for i in range(parallelism):
-            states = {name: parts[i] for name, parts in named.items()}
+            states = {name: parts[i] for name, parts in by_name.items()}
             acks.append((uid, i, _write_operator_state(location, uid, i, states)))
     return acks
 
@@ -98,12 +99,16 @@ def _write_operator_state(
 
 
 def restore_driver_side(
-    plan: Any, pipeline: Pipeline, source: Source, sink: Sink, clock: EpochClock
+    plan: Any, pipeline: Pipeline, sources: SourceGroup, sink: Sink, clock: EpochClock
 ) -> None:
-    """What :func:`driver_side_acks` wrote, back from a restore plan: the source's offsets
-    and event-time maxima, the sink's transactions."""
-    source_uid, sink_uid = pipeline.source_uid, pipeline.sink_uid
-    offsets = restored_elements(plan, source_uid, SOURCE_OFFSETS)
-    source.restore(dict(decode_element(e) for e in offsets))
-    clock.restore(decode_element(e) for e in restored_elements(plan, source_uid, SOURCE_WATERMARKS))
-    sink.restore(restored_elements(plan, sink_uid, SINK_TRANSACTIONS))
+    """What :func:`driver_side_acks` wrote, back from a restore plan: each source's
+    offsets and event-time maxima, found by its uid (a source the checkpoint does not
+    have starts at the beginning), the sink's transactions."""
+    watermarks: list[tuple[str, int]] = []
+    for n, source in enumerate(sources.inputs):
+        offsets = restored_elements(plan, source.uid, SOURCE_OFFSETS)
+        source.source.restore(dict(decode_element(e) for e in offsets))
+        maxima = restored_elements(plan, source.uid, SOURCE_WATERMARKS)
+        watermarks += sources.restored_watermarks(n, (decode_element(e) for e in maxima))
+    clock.restore(watermarks)
+    sink.restore(restored_elements(plan, pipeline.sink_uid, SINK_TRANSACTIONS))

@@ -40,17 +40,21 @@ class ReadTask:
     reader: SplitReader
     key_selector: Callable[[Any], Any] | None
     stages: tuple[RecordStage, ...] = ()
+    #: Before each split's name in the order: ``<source uid>/`` in a pipeline of several
+    #: sources (runtime/inputs.py), so splits of two sources never share a name.
+    split_prefix: str = ""
 
     def __call__(self, ranges: Iterable[EpochRange]) -> Iterator[tuple[Any, Any]]:
         for split in ranges:
+            name = self.split_prefix + split.split
             for position, record in self.reader.read(split):
                 if self.stages:
                     outputs: Iterable[tuple[Any, Any]] = (
-                        ((split.split, position, n), out)
+                        ((name, position, n), out)
                         for n, out in enumerate(run_record_stages(self.stages, record))
                     )
                 else:
-                    outputs = (((split.split, position), record),)
+                    outputs = (((name, position), record),)
                 for order, out in outputs:
                     if self.key_selector is None:
                         yield order, out
