@@ -10,11 +10,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.service.support import ReplicaProcess, wait_leader
-from tests.support.store_servers import mark_session, stop_all
-
-# Before any Spark or driver process starts: they, and the store servers their Python
-# workers start, inherit it (tests/support/store_servers.py).
-mark_session()
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,7 +22,6 @@ def spark() -> Iterator[SparkSession]:
     session = spark_session("local[2]", "sparkpoint-tests")
     yield session
     session.stop()
-    stop_all()  # the store servers of drivers a test left unclosed (a simulated crash)
 
 
 @pytest.fixture

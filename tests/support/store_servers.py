@@ -1,7 +1,10 @@
 """The RocksDB state backend's store servers (state/rocksdb/server.py) that processes of
 this test session started: found by an environment variable the session sets, which
 every process it starts inherits (Spark's JVM, its Python workers, the servers they
-start), so engineers' other sessions on the machine are left alone."""
+start), so other sessions on the machine are left alone. As a plugin
+(``pytest_plugins``) it marks the session and, at its end, stops the servers of drivers
+that never closed (a test's driver process killed, a simulated crash): a server would
+otherwise wait out its idle time."""
 
 from __future__ import annotations
 
@@ -51,3 +54,12 @@ def stop_all() -> list[RunningServer]:
     for server in left:
         stop_server(server.directory)
     return left
+
+
+# -- the plugin ----------------------------------------------------------------------------
+
+mark_session()  # at import: before any Spark or driver process of the session starts
+
+
+def pytest_sessionfinish(session: object) -> None:
+    stop_all()
