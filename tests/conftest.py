@@ -17,7 +17,11 @@ from tests.support.zk import settings_for
 
 # The real HDFS fixtures (hdfs_cluster, hdfs_dir), for every package of the suite; and the
 # check that no process of the session is left a client of a server a fixture stopped.
-pytest_plugins = ["tests.support.hdfs", "tests.support.leftover_clients"]
+pytest_plugins = [
+    "tests.support.hdfs",
+    "tests.support.leftover_clients",
+    "tests.support.store_servers",
+]
 
 # A short tick lets tests use session timeouts of a second or two (the server accepts
 # 2..20 ticks unless told otherwise; the launcher widens the upper bound).

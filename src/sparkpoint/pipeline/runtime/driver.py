@@ -431,8 +431,10 @@ class PipelineDriver:
     def close(self) -> None:
         """Release the run (a standby may take over at once), the channel and the clients
         of the source and the sink (nothing is left reconnecting to a broker or server
-        after the job)."""
+        after the job), and the state backend's store server of this host."""
         try:
+            for tasks in self._state_tasks:
+                tasks.close()
             self._plan.cache.release_all()
             if not self.superseded:
                 self.channel.release()

@@ -26,14 +26,22 @@ ENVIRONMENT_VARIABLE = "SPARKPOINT_STATE_BACKEND"
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
     """Memory of one open store is bounded by these, not by the state: the block cache,
-    plus ``write_buffers`` memtables of ``write_buffer_bytes``."""
+    plus ``write_buffers`` memtables of ``write_buffer_bytes``. The stores of a host stay
+    open in its store server until the job's driver closes, or until the server has had
+    no request for ``server_idle_seconds``."""
 
     block_cache_bytes: int = 64 * 1024 * 1024
     write_buffer_bytes: int = 32 * 1024 * 1024
     write_buffers: int = 2
+    server_idle_seconds: int = 600
 
     def __post_init__(self) -> None:
-        for name in ("block_cache_bytes", "write_buffer_bytes", "write_buffers"):
+        for name in (
+            "block_cache_bytes",
+            "write_buffer_bytes",
+            "write_buffers",
+            "server_idle_seconds",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"state backend setting {name} must be positive")
 

@@ -52,6 +52,10 @@ class BackendTasks(Protocol):
         """Reads subtasks' state back (after a snapshot, or on restore)."""
         ...
 
+    def close(self) -> None:
+        """The driver is done: end what the tasks left running for the next epoch."""
+        ...
+
 
 class StateTasks:
     """>>> tasks = StateTasks(StateBackend("rocksdb"), "clicks", "run1", "process", 4, 128)"""
@@ -136,6 +140,10 @@ class StateTasks:
         """``keep``: per subtask, the store token a snapshot was just taken from; the
         on-disk backend keeps a store still at it instead of building it again."""
         return self._tasks.load(subtasks, keep)
+
+    def close(self) -> None:
+        """The driver is done (rocksdb: this host's store server stops)."""
+        self._tasks.close()
 
 
 def check_state_in_place(conf: Any, backend: StateBackend) -> None:

@@ -161,3 +161,6 @@ class MemoryTasks:
 
     def load(self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...]) -> LoadTask:
         return LoadTask(subtasks, self.max_parallelism)
+
+    def close(self) -> None:
+        """Nothing outlives the tasks: the state is in the state RDD."""

@@ -29,6 +29,7 @@ from sparkpoint.checkpoint import (
     StreamStateHandle,
 )
 from sparkpoint.pipeline.state.backend import StoreSettings
+from sparkpoint.pipeline.state.rocksdb.client import RemoteStore
 from sparkpoint.pipeline.state.rocksdb.store import SubtaskStore
 from sparkpoint.recovery.reader import StreamReader
 from sparkpoint.storage.location import CheckpointLocation
@@ -49,7 +50,7 @@ def _upload(source: Path, stream: StateOutputStream) -> StreamStateHandle:
 
 
 def snapshot_store(
-    store: SubtaskStore,
+    store: SubtaskStore | RemoteStore,
     location: CheckpointLocation,
     operator_uid: str,
     index: int,

@@ -38,6 +38,7 @@ from sparkpoint.pipeline.runtime.partitioner import Slot
 from sparkpoint.pipeline.runtime.tasks import STATE
 from sparkpoint.pipeline.state import pickles
 from sparkpoint.pipeline.state.backend import StoreSettings
+from sparkpoint.pipeline.state.rocksdb.client import RemoteStore, StoreServerClient, stop_server
 from sparkpoint.pipeline.state.rocksdb.files import is_whole, restore_whole, snapshot_store
 from sparkpoint.pipeline.state.rocksdb.store import (
     KEY_GROUP,
@@ -67,7 +68,8 @@ class StorePlace:
     or the system's temporary directory. Per host, not per executor: Spark's placement of
     an epoch's task follows its state partition to the host (the union of state and
     records prefers hosts, not executors), so any executor of that host finds the store.
-    RocksDB's lock file keeps two processes from opening it at once."""
+    The stores of ``<process tag>`` stay open in that host's store server (server.py),
+    which every task reaches through its client (client.py)."""
 
     job_id: str
     process_tag: str
@@ -75,12 +77,19 @@ class StorePlace:
     settings: StoreSettings
     local_dir: str | None = None
 
-    def path(self, index: int) -> Path:
+    @property
+    def server_directory(self) -> Path:
         root = Path(self.local_dir or tempfile.gettempdir(), "sparkpoint-state")
-        return root / self.job_id / self.process_tag / self.operator_uid / str(index)
+        return root / self.job_id / self.process_tag
 
-    def open(self, token: StoreToken) -> SubtaskStore:
-        store = SubtaskStore.open_existing(self.path(token.index), self.settings)
+    def path(self, index: int) -> Path:
+        return self.server_directory / self.operator_uid / str(index)
+
+    def client(self) -> StoreServerClient:
+        return StoreServerClient(self.server_directory, self.settings)
+
+    def open(self, token: StoreToken) -> RemoteStore:
+        store = self.client().open_existing(self.path(token.index))
         if store is None:
             raise StoreMismatch(
                 f"subtask {token.index}: no store at {self.path(token.index)} (the task runs "
@@ -162,7 +171,7 @@ class RocksEpochTask:
         yield OUT_STATE, Slot(index), new_token
         yield from epoch_outputs(index, operators, ran)
 
-    def _due_timer_keys(self, store: SubtaskStore) -> Iterator[bytes]:
+    def _due_timer_keys(self, store: RemoteStore) -> Iterator[bytes]:
         yield from store.due_timer_keys(EVENT_TIME, self.time.watermark)
         yield from store.due_timer_keys(PROCESSING_TIME, self.time.processing_time_ms)
 
@@ -235,7 +244,7 @@ class RocksSnapshotTask:
 
     def _incremental(
         self,
-        store: SubtaskStore,
+        store: RemoteStore,
         index: int,
         groups: KeyGroupRange,
         operator_state: dict[str, Any],
@@ -267,30 +276,30 @@ class RocksLoadTask:
             pass
         subtask = self.subtasks[index]
         path = self.place.path(index)
+        client = self.place.client()
         wanted = self.keep[index] if self.keep else None
-        store = None if wanted is None else SubtaskStore.open_existing(path, self.place.settings)
+        store = None if wanted is None else client.open_existing(path)
         if store is None or wanted is None or not store.matches(wanted):
-            if store is not None:
-                store.close()
-            whole = subtask.keyed[0] if len(subtask.keyed) == 1 else None
-            if isinstance(whole, IncrementalKeyedStateHandle) and is_whole(
-                whole, subtask.key_group_range
-            ):
-                store = restore_whole(whole, path, self.place.settings)
-            else:
-                entries = with_timer_index(
-                    (state_key(group, key_bytes), value)
-                    for group, key_bytes, value in keyed_entries(
-                        subtask, self.max_parallelism, path.parent
-                    )
-                )
-                store = SubtaskStore.create(path, self.place.settings, entries)
-        try:
-            token = store.token(index)
-        finally:
-            store.close()
+            client.release(path)  # the server closes it: this task builds it again
+            self._build(subtask, path).close()
+            store = client.open_existing(path)
+            if store is None:
+                raise StoreMismatch(f"subtask {index}: the store built at {path} is gone")
+        token = store.token(index)
         yield Slot(index), token
         yield from restored_operator_state(subtask)
+
+    def _build(self, subtask: SubtaskRestore, path: Path) -> SubtaskStore:
+        whole = subtask.keyed[0] if len(subtask.keyed) == 1 else None
+        if isinstance(whole, IncrementalKeyedStateHandle) and is_whole(
+            whole, subtask.key_group_range
+        ):
+            return restore_whole(whole, path, self.place.settings)
+        entries = with_timer_index(
+            (state_key(group, key_bytes), value)
+            for group, key_bytes, value in keyed_entries(subtask, self.max_parallelism, path.parent)
+        )
+        return SubtaskStore.create(path, self.place.settings, entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,3 +344,8 @@ class RocksDBTasks:
 
     def load(self, subtasks: tuple[SubtaskRestore, ...], keep: tuple[Any, ...]) -> RocksLoadTask:
         return RocksLoadTask(subtasks, self.max_parallelism, self.place, keep)
+
+    def close(self) -> None:
+        """The job's driver is done: stop the store server of this host (it closes the
+        stores). Servers on other hosts end when idle."""
+        stop_server(self.place.server_directory)
