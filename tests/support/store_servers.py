@@ -21,8 +21,15 @@ SERVER_MODULE = "sparkpoint.pipeline.state.rocksdb.server"
 
 
 def mark_session() -> str:
-    """Set (once) the variable that marks this session's processes."""
-    return os.environ.setdefault(SESSION_VARIABLE, secrets.token_hex(8))
+    """Set (once) the variable that marks this session's processes. A parallel worker
+    (pytest-xdist) inherits the controller's mark and adds its own name to it: its
+    session ends while the other workers' drivers still use their servers."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    mark = os.environ.get(SESSION_VARIABLE) or secrets.token_hex(8)
+    if worker and not mark.endswith(f"-{worker}"):
+        mark = f"{mark}-{worker}"
+    os.environ[SESSION_VARIABLE] = mark
+    return mark
 
 
 @dataclass(frozen=True, slots=True)
