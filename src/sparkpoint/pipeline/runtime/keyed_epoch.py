@@ -26,9 +26,7 @@ from sparkpoint.pipeline.api.keyed_state import KeyedStateBackend
 from sparkpoint.pipeline.api.operator_state import OperatorStateStore
 from sparkpoint.pipeline.api.timers import TimerService
 from sparkpoint.pipeline.runtime.partitioner import Slot
-
-#: Tags of an epoch's result elements ``(tag, a, b)``.
-OUT_STATE, OUT_VALUE, OUT_COUNT = 0, 1, 2
+from sparkpoint.pipeline.runtime.records import Counts, NewState, Output, Result
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,14 +131,12 @@ def _fire_timers(
         fn.on_timer(ts, key, ctx)
 
 
-def epoch_outputs(
-    index: int, store: OperatorStateStore, ran: EpochRun
-) -> Iterator[tuple[int, Any, Any]]:
-    """An epoch's result elements after its keyed state: operator state, outputs, and
-    ``(processed, maxima)``."""
+def epoch_outputs(index: int, store: OperatorStateStore, ran: EpochRun) -> Iterator[Result]:
+    """An epoch's result elements after its keyed state (runtime/records.py): operator
+    state, outputs, and the counts."""
     snapshot = store.snapshot()
     if snapshot:
-        yield OUT_STATE, Slot(index), snapshot
+        yield NewState, Slot(index), snapshot
     for timestamp, value in ran.out:
-        yield OUT_VALUE, timestamp, value
-    yield OUT_COUNT, index, (ran.processed, ran.maxima)
+        yield Output, timestamp, value
+    yield Counts, index, (ran.processed, ran.maxima)

@@ -28,14 +28,13 @@ from sparkpoint.pipeline.api.timers import EVENT_TIME, PROCESSING_TIME, Timer, t
 from sparkpoint.pipeline.api.ttl import live_store_entries, now_ms
 from sparkpoint.pipeline.runtime.keyed_epoch import (
     NO_TIME,
-    OUT_STATE,
     EpochTime,
     epoch_outputs,
     run_function,
     uses_timers,
 )
 from sparkpoint.pipeline.runtime.partitioner import Slot
-from sparkpoint.pipeline.runtime.tasks import STATE
+from sparkpoint.pipeline.runtime.records import NewState, Record, Result
 from sparkpoint.pipeline.state import pickles
 from sparkpoint.pipeline.state.backend import StoreSettings
 from sparkpoint.pipeline.state.rocksdb.files import is_whole, restore_whole, snapshot_store
@@ -90,19 +89,18 @@ class StorePlace:
 
 
 def _split(
-    items: Iterable[tuple[Any, tuple[int, Any]]],
+    items: Iterable[tuple[Any, tuple[Any, ...]]],
 ) -> tuple[StoreToken, dict[str, Any] | None, list[tuple[Any, Any, Any]]]:
     token: StoreToken | None = None
     operator_state: dict[str, Any] | None = None
     records: list[tuple[Any, Any, Any]] = []
-    for key, (tag, payload) in items:
-        if tag == STATE:
-            if isinstance(payload, StoreToken):
-                token = payload
-            else:
-                operator_state = payload
+    for key, element in items:
+        if element[0] is Record:
+            records.append((element[1], key, element[2]))
+        elif isinstance(element[1], StoreToken):
+            token = element[1]
         else:
-            records.append((payload[0], key, payload[1]))
+            operator_state = element[1]
     if token is None:
         raise RuntimeError("no store token in the state partition")
     records.sort(key=lambda r: r[0])
@@ -125,7 +123,9 @@ class RocksEpochTask:
     time: EpochTime = NO_TIME
     carried: bool = False
 
-    def __call__(self, index: int, items: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
+    def __call__(
+        self, index: int, items: Iterable[tuple[Any, tuple[Any, ...]]]
+    ) -> Iterator[Result]:
         token, operator_state, records = _split(items)
         store = self.place.open(token)
         try:
@@ -159,7 +159,7 @@ class RocksEpochTask:
             new_token = store.commit_step(token, changes)
         finally:
             store.close()
-        yield OUT_STATE, Slot(index), new_token
+        yield NewState, Slot(index), new_token
         yield from epoch_outputs(index, operators, ran)
 
     def _due_timer_keys(self, store: SubtaskStore) -> Iterator[bytes]:
