@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from sparkpoint.pipeline.api.event_time import (
     MIN_WATERMARK,
@@ -44,15 +44,21 @@ class EpochTime:
 NO_TIME = EpochTime()
 
 
-class EpochParameters(Protocol):
+@dataclass(frozen=True, slots=True)
+class EpochParameters:
+    """What the driver fixes for one epoch of one keyed stage, the same for each of its
+    subtasks whatever holds their state: the function, the epoch, the checkpoint notices
+    to deliver first, the checkpoint whose ``snapshot_state`` follows (None: none) and
+    the clocks."""
+
     function: KeyedProcessFunction
     epoch: int
     parallelism: int
-    notices: tuple[tuple[str, int], ...]
-    snapshot_id: int | None
-    time: EpochTime
+    notices: tuple[tuple[str, int], ...] = ()
+    snapshot_id: int | None = None
+    time: EpochTime = NO_TIME
     #: A later keyed stage: records carry the timestamp their stage gave them.
-    carried: bool
+    carried: bool = False
 
 
 @dataclass

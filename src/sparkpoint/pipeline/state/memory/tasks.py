@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.checkpoint import OperatorSubtaskState
-from sparkpoint.pipeline.api.functions import KeyedProcessFunction
 from sparkpoint.pipeline.api.keyed_state import KeyedStateBackend
 from sparkpoint.pipeline.api.operator_state import OperatorStateStore
 from sparkpoint.pipeline.api.ttl import drop_expired, now_ms
 from sparkpoint.pipeline.runtime.keyed_epoch import (
-    NO_TIME,
-    EpochTime,
+    EpochParameters,
     epoch_outputs,
     run_function,
 )
@@ -46,13 +44,7 @@ class EpochTask:
     epoch's records). Records are processed in (split, position) order, never in the
     order the shuffle delivered them, so a recomputed partition gives the same result."""
 
-    function: KeyedProcessFunction
-    epoch: int
-    parallelism: int
-    notices: tuple[tuple[str, int], ...] = ()
-    snapshot_id: int | None = None
-    time: EpochTime = NO_TIME
-    carried: bool = False
+    parameters: EpochParameters
 
     def __call__(
         self, index: int, items: Iterable[tuple[Any, tuple[Any, ...]]]
@@ -60,7 +52,7 @@ class EpochTask:
         entries, operator_state, records = _split_union(items)
         backend = KeyedStateBackend(entries)
         store = OperatorStateStore(operator_state)
-        ran = run_function(self, backend, store, index, records)
+        ran = run_function(self.parameters, backend, store, index, records)
         for key, entry in backend.items():
             yield NewState, key, entry
         yield from epoch_outputs(index, store, ran)
@@ -144,16 +136,8 @@ class MemoryTasks:
     parallelism: int
     max_parallelism: int
 
-    def epoch(
-        self,
-        function: KeyedProcessFunction,
-        epoch: int,
-        notices: tuple[tuple[str, int], ...],
-        snapshot_id: int | None,
-        time: EpochTime,
-        carried: bool,
-    ) -> EpochTask:
-        return EpochTask(function, epoch, self.parallelism, notices, snapshot_id, time, carried)
+    def epoch(self, parameters: EpochParameters) -> EpochTask:
+        return EpochTask(parameters)
 
     def snapshot(self, location: CheckpointLocation, base: object) -> SnapshotTask:
         """``base`` is for incremental backends: this one writes whole snapshots."""

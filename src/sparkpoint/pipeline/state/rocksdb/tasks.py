@@ -21,14 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.checkpoint import IncrementalKeyedStateHandle, KeyGroupRange, OperatorSubtaskState
-from sparkpoint.pipeline.api.functions import KeyedProcessFunction
 from sparkpoint.pipeline.api.keyed_state import TIMERS, KeyedStateBackend
 from sparkpoint.pipeline.api.operator_state import OperatorStateStore
 from sparkpoint.pipeline.api.timers import EVENT_TIME, PROCESSING_TIME, Timer, timers_of
 from sparkpoint.pipeline.api.ttl import live_store_entries, now_ms
 from sparkpoint.pipeline.runtime.keyed_epoch import (
-    NO_TIME,
-    EpochTime,
+    EpochParameters,
     epoch_outputs,
     run_function,
     uses_timers,
@@ -113,15 +111,9 @@ class RocksEpochTask:
     records touch (one multi-get), runs the function on them, and writes the changed
     ones back in one batch with the next version (store.py)."""
 
-    function: KeyedProcessFunction
-    epoch: int
-    parallelism: int
+    parameters: EpochParameters
     place: StorePlace
     max_parallelism: int
-    notices: tuple[tuple[str, int], ...] = ()
-    snapshot_id: int | None = None
-    time: EpochTime = NO_TIME
-    carried: bool = False
 
     def __call__(
         self, index: int, items: Iterable[tuple[Any, tuple[Any, ...]]]
@@ -136,7 +128,7 @@ class RocksEpochTask:
                     kb = canonical_key_bytes(key)
                     group = key_group_for_key_bytes(kb, self.max_parallelism)
                     key_bytes[key] = state_key(group, kb)
-            if uses_timers(self.function):
+            if uses_timers(self.parameters.function):
                 for store_key in self._due_timer_keys(store):
                     key_bytes.setdefault(decode_key(store_key[KEY_GROUP.size :]), store_key)
             old = dict(zip(key_bytes, store.get_many(list(key_bytes.values())), strict=True))
@@ -144,7 +136,7 @@ class RocksEpochTask:
             timers_before = {k: timers_of(e) for k, e in entries.items()}
             backend = KeyedStateBackend(entries)
             operators = OperatorStateStore(operator_state)
-            ran = run_function(self, backend, operators, index, records)
+            ran = run_function(self.parameters, backend, operators, index, records)
             changes = []
             for key, before in old.items():
                 entry = backend.entries.get(key)
@@ -163,8 +155,9 @@ class RocksEpochTask:
         yield from epoch_outputs(index, operators, ran)
 
     def _due_timer_keys(self, store: SubtaskStore) -> Iterator[bytes]:
-        yield from store.due_timer_keys(EVENT_TIME, self.time.watermark)
-        yield from store.due_timer_keys(PROCESSING_TIME, self.time.processing_time_ms)
+        time = self.parameters.time
+        yield from store.due_timer_keys(EVENT_TIME, time.watermark)
+        yield from store.due_timer_keys(PROCESSING_TIME, time.processing_time_ms)
 
 
 def timer_index_changes(
@@ -303,26 +296,8 @@ class RocksDBTasks:
     max_parallelism: int
     place: StorePlace
 
-    def epoch(
-        self,
-        function: KeyedProcessFunction,
-        epoch: int,
-        notices: tuple[tuple[str, int], ...],
-        snapshot_id: int | None,
-        time: EpochTime,
-        carried: bool,
-    ) -> RocksEpochTask:
-        return RocksEpochTask(
-            function,
-            epoch,
-            self.parallelism,
-            self.place,
-            self.max_parallelism,
-            notices,
-            snapshot_id,
-            time,
-            carried,
-        )
+    def epoch(self, parameters: EpochParameters) -> RocksEpochTask:
+        return RocksEpochTask(parameters, self.place, self.max_parallelism)
 
     def snapshot(
         self,
