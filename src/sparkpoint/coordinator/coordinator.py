@@ -6,9 +6,10 @@ forwards the driver's acknowledgements and declines; each heartbeat reply carrie
 notices :meth:`notifications_since` returns (above the sequence number the driver has seen).
 
 Split by responsibility: trigger rules (``trigger_rules``), creating checkpoints
-(``triggerer``), pending tracking (``pending``, ``tracking``), finalisation
-(``finalize``), how a checkpoint's end changes the job (``transitions``), statistics
-(``stats``), notices (``notifications``), deletions (``cleanup``).
+(``triggerer``), pending tracking (``pending``, ``tracking``), acknowledgements and
+declines (``acknowledgements``), finalisation (``finalize``), how a checkpoint's end
+changes the job (``transitions``), statistics (``stats``), notices (``notifications``),
+deletions (``cleanup``).
 
 Locking: ``_lock`` guards in-memory state and is never held across I/O. ``_trigger_lock``
 serialises triggers (counter and storage I/O); ``_finalize_lock`` serialises finalisations,
@@ -28,9 +29,9 @@ from sparkpoint.checkpoint import (
     JobStatus,
     OperatorSubtaskState,
 )
+from sparkpoint.coordinator.acknowledgements import Acknowledgements
 from sparkpoint.coordinator.cleanup import Cleanup, CleanupWorker
 from sparkpoint.coordinator.errors import (
-    CheckpointFinishedError,
     CoordinatorStoppedError,
     SupersededRunError,
     TriggerRejectedError,
@@ -42,7 +43,7 @@ from sparkpoint.coordinator.notifications import Notice, Outbox
 from sparkpoint.coordinator.options import CheckpointingOptions
 from sparkpoint.coordinator.pending import Acknowledgement, CheckpointStatus, PendingCheckpoint
 from sparkpoint.coordinator.results import AckResult, TickReport
-from sparkpoint.coordinator.stats import CheckpointStatsTracker, Sizes
+from sparkpoint.coordinator.stats import CheckpointStatsTracker
 from sparkpoint.coordinator.storage_api import CheckpointStorageLike
 from sparkpoint.coordinator.tracking import CheckpointTracker
 from sparkpoint.coordinator.transitions import Transitions
@@ -117,9 +118,12 @@ class CheckpointCoordinator:
             transitions=self._transitions,
         )
         self._finalizer = Finalizer(transitions=self._transitions, store=store, clock=clock)
-        #: The states of the checkpoint acknowledged in full last (completed or not): its
-        #: driver reads its running state back from that snapshot (see held_states).
-        self._last_acknowledged: tuple[OperatorSubtaskState, ...] = ()
+        self._acks = Acknowledgements(
+            transitions=self._transitions,
+            finalizer=self._finalizer,
+            clock=clock,
+            guard=self._check_request,
+        )
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -322,31 +326,7 @@ class CheckpointCoordinator:
         changed. The acknowledgement that completes the set finalises the checkpoint in this
         call; coordination errors from the store propagate after the checkpoint is aborted.
         """
-        started = time.perf_counter()
-        now = self._clock()
-        with self._lock:
-            self._require_running()
-            if run_id is not None:
-                self._check_run(run_id)
-            pending = self._tracker.get(checkpoint_id)
-            batch = pending.check_acknowledgements(acks)
-            if not batch:  # an empty batch is valid and changes nothing
-                remaining = pending.total_subtasks - pending.acknowledged_subtasks
-                return AckResult(checkpoint_id, CheckpointStatus.IN_PROGRESS, remaining)
-            pending.acknowledge(batch, now)
-            self.stats.report_acknowledged(
-                checkpoint_id,
-                pending.acknowledged_subtasks,
-                Sizes.of(pending),
-                now,
-                [(a.operator_uid, a.subtask, Sizes.of(a.state)) for a in batch],
-            )
-            if not pending.is_fully_acknowledged:
-                remaining = pending.total_subtasks - pending.acknowledged_subtasks
-                return AckResult(checkpoint_id, CheckpointStatus.IN_PROGRESS, remaining)
-            pending.status = CheckpointStatus.FINALIZING
-            self._last_acknowledged = pending.subtask_states()
-        return self._finalizer.finalize(pending, started)
+        return self._acks.acknowledge_all(checkpoint_id, acks, run_id)
 
     def decline(
         self,
@@ -359,20 +339,7 @@ class CheckpointCoordinator:
     ) -> None:
         """A subtask could not snapshot: the checkpoint fails (and counts as a failure).
         ``run_id`` as for :meth:`acknowledge_all`."""
-        with self._lock:
-            self._require_running()
-            if run_id is not None:
-                self._check_run(run_id)
-            pending = self._tracker.get(checkpoint_id)
-            if pending.status is not CheckpointStatus.IN_PROGRESS:
-                raise CheckpointFinishedError(
-                    f"checkpoint {checkpoint_id} is {pending.status.value}, too late to decline",
-                    checkpoint_id=checkpoint_id,
-                    status=pending.status.value,
-                )
-            pending.check_subtask(operator_uid, subtask)
-            why = f"declined by operator {operator_uid!r} subtask {subtask}: {reason}"
-            self._transitions.abort(pending, why, self._clock(), count_failure=True)
+        self._acks.decline(checkpoint_id, operator_uid, subtask, reason, run_id)
 
     # --- notices, restore hooks, status ---------------------------------------------------
 
@@ -413,7 +380,7 @@ class CheckpointCoordinator:
         not — its driver read its running state back from that snapshot and rebuilds a
         lost executor's part from it until it acknowledges a newer one."""
         with self._lock:
-            held = list(self._last_acknowledged)
+            held = list(self._acks.last_acknowledged)
             for pending in self._tracker.pending():
                 held.extend(pending.subtask_states())
             return held
@@ -449,6 +416,13 @@ class CheckpointCoordinator:
     def _check_run(self, run_id: str) -> None:
         if run_id != self._run_id:
             raise SupersededRunError(self.job_id, run_id, self._run_id)
+
+    def _check_request(self, run_id: str | None) -> None:
+        """Under the lock, before an acknowledgement or decline is taken (``run_id``
+        None: not checked)."""
+        self._require_running()
+        if run_id is not None:
+            self._check_run(run_id)
 
     def _trigger_requested(
         self, kind: CheckpointKind, now_ms: int | None, target_dir: str | None, *, stop: bool

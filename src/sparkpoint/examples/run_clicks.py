@@ -14,28 +14,17 @@ embedded coordinator.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from sparkpoint.examples.clicks import clicks_pipeline
-from sparkpoint.examples.sessions import OUT_OF_ORDER_MS, sessions_pipeline
-from sparkpoint.pipeline import (
-    BACKEND_NAMES,
-    CheckpointChannel,
-    ClickEventSource,
-    DriverStatus,
-    EmbeddedChannel,
-    Pipeline,
-    PipelineDriver,
-    RestoreMode,
-    RunNotice,
-    spark_session,
+from sparkpoint.examples.driver_process import (
+    add_driver_arguments,
+    check_channel_arguments,
+    make_driver,
+    progress_reporter,
 )
+from sparkpoint.examples.sessions import OUT_OF_ORDER_MS, sessions_pipeline
+from sparkpoint.pipeline import BACKEND_NAMES, ClickEventSource, Pipeline, spark_session
 
 #: ``(out_of_order_ms, late_every)`` of each example's clicks unless given: in order for
 #: the clicks job, which does not use event time; out of order and partly late for the
@@ -94,15 +83,10 @@ def parser() -> argparse.ArgumentParser:
         "windows with a late-clicks side output",
     )
     p.add_argument("--job-id", help="default: the example's name")
-    p.add_argument("--checkpoint-dir", required=True)
-    p.add_argument("--savepoint-dir")
     p.add_argument("--output", required=True)
     p.add_argument(
         "--late-output", help="--example sessions: where late clicks go (default: <output>-late)"
     )
-    p.add_argument("--progress")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--parallelism", type=int, default=4)
     p.add_argument("--splits", type=int, default=4)
     p.add_argument("--users", type=int, default=500)
     p.add_argument("--records-per-epoch", type=int, default=2000)
@@ -122,20 +106,12 @@ def parser() -> argparse.ArgumentParser:
         help="every n-th click of a split comes ten minutes late; 0: none "
         "(default: 0 for clicks, 97 for sessions)",
     )
-    p.add_argument("--interval-ms", type=int, default=1000)
-    p.add_argument("--restore-from", help="a checkpoint or savepoint directory to start from")
-    p.add_argument(
-        "--restore-mode",
-        choices=[m.value for m in RestoreMode],
-        help="who owns the files of --restore-from (default no-claim: the first checkpoint "
-        "is a full one of this job's own; claim: only this job's own checkpoints)",
-    )
     p.add_argument(
         "--state-backend",
         choices=BACKEND_NAMES,
         help="where keyed state lives (default: $SPARKPOINT_STATE_BACKEND, else memory)",
     )
-    add_channel_arguments(p)
+    add_driver_arguments(p)
     p.add_argument(
         "--savepoint-after-epochs",
         type=int,
@@ -144,90 +120,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_channel_arguments(p: argparse.ArgumentParser) -> None:
-    """The options :func:`make_channel` reads besides the checkpoint settings; every
-    driver that uses it takes them from here, so none lacks one."""
-    p.add_argument("--coordinator", help="host:port of coordinator replicas, comma-separated")
-    p.add_argument(
-        "--notices", help="with --coordinator: append every notice received, as JSON lines"
-    )
-    p.add_argument(
-        "--standby",
-        action="store_true",
-        help="a warm standby driver: wait until the coordinator grants it the job, then go on "
-        "from the latest completed checkpoint (needs --coordinator)",
-    )
-
-
-def check_channel_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.standby and not args.coordinator:
-        p.error("--standby needs --coordinator: standby drivers are granted by the service")
-
-
-def notice_log(path: Path) -> Callable[[RunNotice], None]:
-    """Append each notice to ``path`` as it arrives (one line, flushed: a killed driver
-    leaves every notice it saw)."""
-
-    def record(n: RunNotice) -> None:
-        with path.open("a") as f:
-            f.write(json.dumps({**n.to_dict(), "pid": os.getpid(),
-                                "time": time.time()}) + "\n")  # fmt: skip
-
-    return record
-
-
-def make_channel(args: argparse.Namespace) -> CheckpointChannel:
-    if args.coordinator:
-        from sparkpoint.pipeline import BackgroundChannel, RemoteChannel
-
-        remote = RemoteChannel(
-            args.coordinator.split(","),
-            checkpoint_config={"interval_ms": args.interval_ms},
-            on_notice=notice_log(Path(args.notices)) if args.notices else None,
-        )
-        return BackgroundChannel(remote)
-    return EmbeddedChannel(
-        args.checkpoint_dir, savepoint_dir=args.savepoint_dir, interval_ms=args.interval_ms
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     check_channel_arguments(parser(), args)
     settle_example_arguments(parser(), args)
-    progress = Path(args.progress) if args.progress else None
-
-    def report(status: DriverStatus, **extra: Any) -> None:
-        if progress is None:
-            return
-        line = {
-            "epoch": status.epoch,
-            "records": status.records,
-            "restored_from": status.restored_from,
-            "last_completed": status.last_completed,
-            "time": time.time(),
-            "pid": os.getpid(),
-            **extra,
-        }
-        with progress.open("a") as f:
-            f.write(json.dumps(line) + "\n")
-
+    report = progress_reporter(args.progress)
     on_disk = args.state_backend == "rocksdb" or None
     pipeline = build_pipeline(args)
     spark = spark_session(args.master, f"sparkpoint-{args.job_id}", state_in_place=on_disk)
     if args.state_backend:
         pipeline = pipeline.with_state_backend(args.state_backend)
-    driver = PipelineDriver(
-        pipeline,
-        spark,
-        make_channel(args),
-        restore_from=args.restore_from,
-        restore_mode=args.restore_mode,
-        on_epoch=report,
-        standby=args.standby,
-    )
-    if args.standby:
-        report(driver.status, event="standby")
+    driver = make_driver(pipeline, spark, args, report)
     driver.start()
     report(driver.status, event="started")
     try:

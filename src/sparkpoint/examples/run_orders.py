@@ -10,31 +10,20 @@ Restores from the newest complete checkpoint under ``--checkpoint-dir`` (or thro
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import signal
 import sys
 import threading
-import time
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from sparkpoint.examples.orders import orders_pipeline
-from sparkpoint.examples.run_clicks import (
-    add_channel_arguments,
+from sparkpoint.examples.driver_process import (
+    add_driver_arguments,
     check_channel_arguments,
-    make_channel,
+    make_driver,
+    progress_reporter,
 )
-from sparkpoint.pipeline import (
-    DriverStatus,
-    KafkaSink,
-    Pipeline,
-    PipelineDriver,
-    RabbitMQSource,
-    RestoreMode,
-    spark_session,
-)
+from sparkpoint.examples.orders import orders_pipeline
+from sparkpoint.pipeline import DriverStatus, KafkaSink, Pipeline, RabbitMQSource, spark_session
 
 
 def parser() -> argparse.ArgumentParser:
@@ -46,56 +35,32 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", help="Kafka bootstrap servers: the Kafka variant of the job")
     p.add_argument("--input-topic", default="orders")
     p.add_argument("--output-topic", default="orders-seen")
-    p.add_argument("--checkpoint-dir", required=True)
-    p.add_argument("--savepoint-dir")
-    p.add_argument("--progress")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--parallelism", type=int, default=4)
     p.add_argument("--batch-size", type=int, default=2000)
     p.add_argument("--prefetch", type=int, default=5000)
-    p.add_argument("--interval-ms", type=int, default=1000)
-    p.add_argument("--restore-from", help="a checkpoint or savepoint directory to start from")
-    p.add_argument(
-        "--restore-mode",
-        choices=[m.value for m in RestoreMode],
-        help="who owns the files of --restore-from (default no-claim: the first checkpoint "
-        "is a full one of this job's own; claim: only this job's own checkpoints)",
-    )
-    add_channel_arguments(p)
+    add_driver_arguments(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     check_channel_arguments(parser(), args)
-    progress = Path(args.progress) if args.progress else None
     pipeline = _pipeline(parser(), args)
     source, sink = pipeline.source_op, pipeline.sink_op
 
-    def report(status: DriverStatus, **extra: Any) -> None:
-        if progress is None:
-            return
-        line = {
-            "epoch": status.epoch,
-            "records": status.records,
-            "restored_from": status.restored_from,
-            "last_completed": status.last_completed,
-            "declined": len(status.declined),
-            **(
-                {
-                    "duplicates": source.duplicates,
-                    "dead_lettered": source.dead_lettered,
-                    "acknowledged": source.acknowledged,
-                }
-                if isinstance(source, RabbitMQSource)
-                else {}
-            ),
-            "time": time.time(),
-            "pid": os.getpid(),
-            **extra,
-        }
-        with progress.open("a") as f:
-            f.write(json.dumps(line) + "\n")
+    def details(status: DriverStatus) -> dict[str, Any]:
+        """What the orders job's progress lines add: declines and the broker's counts."""
+        counts = (
+            {
+                "duplicates": source.duplicates,
+                "dead_lettered": source.dead_lettered,
+                "acknowledged": source.acknowledged,
+            }
+            if isinstance(source, RabbitMQSource)
+            else {}
+        )
+        return {"declined": len(status.declined), **counts}
+
+    report = progress_reporter(args.progress, details)
 
     stop = threading.Event()
 
@@ -104,17 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, request_stop)
     spark = spark_session(args.master, f"sparkpoint-{args.job_id}")
-    driver = PipelineDriver(
-        pipeline,
-        spark,
-        make_channel(args),
-        restore_from=args.restore_from,
-        restore_mode=args.restore_mode,
-        on_epoch=report,
-        standby=args.standby,
-    )
-    if args.standby:
-        report(driver.status, event="standby")
+    driver = make_driver(pipeline, spark, args, report)
     try:
         driver.start()
         report(driver.status, event="started")

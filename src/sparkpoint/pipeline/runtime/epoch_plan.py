@@ -15,6 +15,7 @@ from sparkpoint.pipeline.api.stages import leading_record_stages
 from sparkpoint.pipeline.runtime.inputs import InputRange, InputTask, SourceGroup
 from sparkpoint.pipeline.runtime.keyed_epoch import NO_TIME, EpochTime
 from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner, Slot
+from sparkpoint.pipeline.runtime.records import as_output, as_record, as_state
 from sparkpoint.pipeline.runtime.stage_plan import run_stages
 from sparkpoint.pipeline.runtime.tasks import (
     KeyTask,
@@ -24,9 +25,6 @@ from sparkpoint.pipeline.runtime.tasks import (
     only_outputs,
     only_side_outputs,
     only_state,
-    tag_output,
-    tag_record,
-    tag_state,
     timed_outputs,
     without_counts,
 )
@@ -180,7 +178,7 @@ class EpochPlan:
                 records = self._rekeyed(results[-1], stage).partitionBy(self._p, self.partitioner)
             state = self.states[n]
             assert state is not None
-            union = state.mapValues(tag_state).union(records.mapValues(tag_record))
+            union = state.mapValues(as_state).union(records.mapValues(as_record))
             if n == 0:
                 self.last_union = union
             task = self._state_tasks[n].epoch(
@@ -263,7 +261,7 @@ class EpochPlan:
         leading, rest = leading_record_stages(stages)
         if rest:
             outputs = run_stages(result.mapPartitionsWithIndex(only_outputs), stages)
-            result = result.mapPartitions(only_counts).union(outputs.map(tag_output))
+            result = result.mapPartitions(only_counts).union(outputs.map(as_output))
             leading = ()
         written: list[tuple[Any, int, dict[str, int]]] = result.mapPartitionsWithIndex(
             SinkTask(writer, leading)
@@ -280,7 +278,7 @@ class EpochPlan:
             state = self.states[n]
             assert state is not None
             task = self._state_tasks[n].epoch(stage.function, epoch, (), checkpoint_id)
-            hooked = state.mapValues(tag_state).mapPartitionsWithIndex(
+            hooked = state.mapValues(as_state).mapPartitionsWithIndex(
                 task, preservesPartitioning=True
             )
             self.states[n] = self.cache.keep(

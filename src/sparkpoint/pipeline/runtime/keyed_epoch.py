@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from sparkpoint.pipeline.api.event_time import (
     MIN_WATERMARK,
@@ -27,9 +27,7 @@ from sparkpoint.pipeline.api.operator_state import OperatorStateStore
 from sparkpoint.pipeline.api.timers import TimerService
 from sparkpoint.pipeline.runtime.inputs import InputRecord
 from sparkpoint.pipeline.runtime.partitioner import Slot
-
-#: Tags of an epoch's result elements ``(tag, a, b)``.
-OUT_STATE, OUT_VALUE, OUT_COUNT = 0, 1, 2
+from sparkpoint.pipeline.runtime.records import Counts, NewState, Output, Result
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +45,21 @@ class EpochTime:
 NO_TIME = EpochTime()
 
 
-class EpochParameters(Protocol):
+@dataclass(frozen=True, slots=True)
+class EpochParameters:
+    """What the driver fixes for one epoch of one keyed stage, the same for each of its
+    subtasks whatever holds their state: the function, the epoch, the checkpoint notices
+    to deliver first, the checkpoint whose ``snapshot_state`` follows (None: none) and
+    the clocks."""
+
     function: KeyedProcessFunction
     epoch: int
     parallelism: int
-    notices: tuple[tuple[str, int], ...]
-    snapshot_id: int | None
-    time: EpochTime
+    notices: tuple[tuple[str, int], ...] = ()
+    snapshot_id: int | None = None
+    time: EpochTime = NO_TIME
     #: A later keyed stage: records carry the timestamp their stage gave them.
-    carried: bool
+    carried: bool = False
 
 
 @dataclass
@@ -142,14 +146,12 @@ def _fire_timers(
         fn.on_timer(ts, key, ctx)
 
 
-def epoch_outputs(
-    index: int, store: OperatorStateStore, ran: EpochRun
-) -> Iterator[tuple[int, Any, Any]]:
-    """An epoch's result elements after its keyed state: operator state, outputs, and
-    ``(processed, maxima)``."""
+def epoch_outputs(index: int, store: OperatorStateStore, ran: EpochRun) -> Iterator[Result]:
+    """An epoch's result elements after its keyed state (runtime/records.py): operator
+    state, outputs, and the counts."""
     snapshot = store.snapshot()
     if snapshot:
-        yield OUT_STATE, Slot(index), snapshot
+        yield NewState, Slot(index), snapshot
     for timestamp, value in ran.out:
-        yield OUT_VALUE, timestamp, value
-    yield OUT_COUNT, index, (ran.processed, ran.maxima)
+        yield Output, timestamp, value
+    yield Counts, index, (ran.processed, ran.maxima)

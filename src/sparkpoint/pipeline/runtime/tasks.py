@@ -14,20 +14,9 @@ from typing import Any
 from sparkpoint.pipeline.api.event_time import MIN_WATERMARK, merge_maxima
 from sparkpoint.pipeline.api.functions import SideOutput
 from sparkpoint.pipeline.api.stages import RecordStage, run_record_stages
-from sparkpoint.pipeline.runtime.keyed_epoch import OUT_COUNT, OUT_STATE, OUT_VALUE
+from sparkpoint.pipeline.runtime.records import Counts, NewState, Output, Result
 from sparkpoint.pipeline.sinks.files import PendingFile, SinkWriter
 from sparkpoint.pipeline.sources.base import EpochRange, SplitReader
-
-#: Tags of the union of state and records (the value side of each pair).
-STATE, RECORD = 0, 1
-
-
-def tag_state(value: Any) -> tuple[int, Any]:
-    return STATE, value
-
-
-def tag_record(value: Any) -> tuple[int, Any]:
-    return RECORD, value
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,18 +62,18 @@ class KeyTask:
             yield self.key_selector(record), (order, record)
 
 
-def _main_outputs(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+def _main_outputs(items: Iterable[Result]) -> Iterator[tuple[int, Any, Any]]:
     """``(n, timestamp, output)`` of an epoch's outputs, side outputs left out."""
     main = (
         (timestamp, value)
-        for tag, timestamp, value in items
-        if tag == OUT_VALUE and not isinstance(value, SideOutput)
+        for kind, timestamp, value in items
+        if kind is Output and not isinstance(value, SideOutput)
     )
     for n, (timestamp, value) in enumerate(main):
         yield n, timestamp, value
 
 
-def only_outputs(index: int, items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any]]:
+def only_outputs(index: int, items: Iterable[Result]) -> Iterator[tuple[Any, Any]]:
     """An epoch's outputs as ``((partition, n), output)``: what stages after the keyed
     function take when one of them is a DataFrame stage."""
     for n, _, value in _main_outputs(items):
@@ -92,7 +81,7 @@ def only_outputs(index: int, items: Iterable[tuple[int, Any, Any]]) -> Iterator[
 
 
 def timed_outputs(
-    index: int, items: Iterable[tuple[int, Any, Any]]
+    index: int, items: Iterable[Result]
 ) -> Iterator[tuple[tuple[int, int, int], Any]]:
     """An epoch's outputs as records of the next keyed stage: ``((timestamp, partition,
     n), output)`` — the order it processes them in (event time first), and the
@@ -101,33 +90,30 @@ def timed_outputs(
         yield (MIN_WATERMARK if timestamp is None else timestamp, index, n), value
 
 
-def only_side_outputs(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+def only_side_outputs(items: Iterable[Result]) -> Iterator[Result]:
     for item in items:
-        if item[0] == OUT_VALUE and isinstance(item[2], SideOutput):
+        if item[0] is Output and isinstance(item[2], SideOutput):
             yield item
 
 
-def without_counts(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+def without_counts(items: Iterable[Result]) -> Iterator[Result]:
     for item in items:
-        if item[0] != OUT_COUNT:
+        if item[0] is not Counts:
             yield item
 
 
-def only_counts(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+def only_counts(items: Iterable[Result]) -> Iterator[Result]:
     """An epoch's counts and side outputs: what goes to the sink beside the outputs of
     a DataFrame stage after the keyed function."""
     for item in items:
-        if item[0] == OUT_COUNT or (item[0] == OUT_VALUE and isinstance(item[2], SideOutput)):
+        if item[0] is Counts or (item[0] is Output and isinstance(item[2], SideOutput)):
             yield item
 
 
-def tag_output(item: tuple[Any, Any]) -> tuple[int, Any, Any]:
-    return OUT_VALUE, None, item[1]
-
-
-def only_state(items: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[Any, Any]]:
-    for tag, key, value in items:
-        if tag == OUT_STATE:
+def only_state(items: Iterable[Result]) -> Iterator[tuple[Any, Any]]:
+    """The next state RDD's ``(key, entry)`` pairs out of an epoch's result."""
+    for kind, key, value in items:
+        if kind is NewState:
             yield key, value
 
 
@@ -141,18 +127,18 @@ class SinkTask:
     stages: tuple[RecordStage, ...] = ()
 
     def __call__(
-        self, index: int, items: Iterable[tuple[int, Any, Any]]
+        self, index: int, items: Iterable[Result]
     ) -> Iterator[tuple[PendingFile | None, int, dict[str, int]]]:
         outputs: list[Any] = []
         side: list[SideOutput] = []
         processed, maxima = 0, {}
-        for tag, _, value in items:
-            if tag == OUT_VALUE:
+        for kind, _, value in items:
+            if kind is Output:
                 if isinstance(value, SideOutput):
                     side.append(value)
                 else:
                     outputs.extend(run_record_stages(self.stages, value))
-            elif tag == OUT_COUNT:
+            elif kind is Counts:
                 processed += value[0]
                 merge_maxima(maxima, value[1])
         if side and getattr(self.writer, "takes_side_outputs", False):

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from sparkpoint.checkpoint import IncrementalKeyedStateHandle, OperatorSubtaskState
 from sparkpoint.pipeline.api.functions import KeyedProcessFunction
-from sparkpoint.pipeline.runtime.keyed_epoch import NO_TIME, EpochTime
+from sparkpoint.pipeline.runtime.keyed_epoch import NO_TIME, EpochParameters, EpochTime
 from sparkpoint.pipeline.state.backend import StateBackend
 from sparkpoint.pipeline.state.memory.tasks import MemoryTasks
 from sparkpoint.recovery.plan import SubtaskRestore
@@ -27,15 +27,7 @@ class BackendTasks(Protocol):
     """What a state backend makes for one keyed operator: per-partition tasks that Spark
     ships to the executors (plain picklable objects)."""
 
-    def epoch(
-        self,
-        function: KeyedProcessFunction,
-        epoch: int,
-        notices: tuple[tuple[str, int], ...],
-        snapshot_id: int | None,
-        time: EpochTime,
-        carried: bool,
-    ) -> Task:
+    def epoch(self, parameters: EpochParameters) -> Task:
         """Runs the keyed function over one partition's state and records."""
         ...
 
@@ -95,7 +87,9 @@ class StateTasks:
         carried: bool = False,
     ) -> Task:
         """``carried``: a later keyed stage, whose records carry their timestamps."""
-        return self._tasks.epoch(function, epoch, notices, snapshot_id, time, carried)
+        return self._tasks.epoch(
+            EpochParameters(function, epoch, self._p, notices, snapshot_id, time, carried)
+        )
 
     def snapshot(self, location: CheckpointLocation) -> Task:
         """Yields ``(index, state or decline reason, store token or None)``. On the

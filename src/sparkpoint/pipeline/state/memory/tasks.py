@@ -14,19 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.checkpoint import OperatorSubtaskState
-from sparkpoint.pipeline.api.functions import KeyedProcessFunction
 from sparkpoint.pipeline.api.keyed_state import KeyedStateBackend
 from sparkpoint.pipeline.api.operator_state import OperatorStateStore
 from sparkpoint.pipeline.api.ttl import drop_expired, now_ms
 from sparkpoint.pipeline.runtime.keyed_epoch import (
-    NO_TIME,
-    OUT_STATE,
-    EpochTime,
+    EpochParameters,
     epoch_outputs,
     run_function,
 )
 from sparkpoint.pipeline.runtime.partitioner import Slot
-from sparkpoint.pipeline.runtime.tasks import STATE
+from sparkpoint.pipeline.runtime.records import NewState, Record, Result
 from sparkpoint.pipeline.state import pickles
 from sparkpoint.pipeline.state.snapshots import (
     restored_operator_state,
@@ -47,40 +44,35 @@ class EpochTask:
     epoch's records). Records are processed in (split, position) order, never in the
     order the shuffle delivered them, so a recomputed partition gives the same result."""
 
-    function: KeyedProcessFunction
-    epoch: int
-    parallelism: int
-    notices: tuple[tuple[str, int], ...] = ()
-    snapshot_id: int | None = None
-    time: EpochTime = NO_TIME
-    carried: bool = False
+    parameters: EpochParameters
 
-    def __call__(self, index: int, items: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
+    def __call__(
+        self, index: int, items: Iterable[tuple[Any, tuple[Any, ...]]]
+    ) -> Iterator[Result]:
         entries, operator_state, records = _split_union(items)
         backend = KeyedStateBackend(entries)
         store = OperatorStateStore(operator_state)
-        ran = run_function(self, backend, store, index, records)
+        ran = run_function(self.parameters, backend, store, index, records)
         for key, entry in backend.items():
-            yield OUT_STATE, key, entry
+            yield NewState, key, entry
         yield from epoch_outputs(index, store, ran)
 
 
 def _split_union(
-    items: Iterable[tuple[Any, tuple[int, Any]]],
+    items: Iterable[tuple[Any, tuple[Any, ...]]],
 ) -> tuple[dict[Any, dict[str, Any]], dict[str, Any] | None, list[tuple[Any, Any, Any]]]:
-    """Keyed state entries, the operator state and the records of one union partition;
-    records sorted by (split, position)."""
+    """Keyed state entries, the operator state and the records of one union partition
+    (runtime/records.py); records sorted by (split, position)."""
     entries: dict[Any, dict[str, Any]] = {}
     operator_state: dict[str, Any] | None = None
     records: list[tuple[Any, Any, Any]] = []
-    for key, (tag, payload) in items:
-        if tag == STATE:
-            if isinstance(key, Slot):
-                operator_state = payload
-            else:
-                entries[key] = payload
+    for key, element in items:
+        if element[0] is Record:
+            records.append((element[1], key, element[2]))
+        elif isinstance(key, Slot):
+            operator_state = element[1]
         else:
-            records.append((payload[0], key, payload[1]))
+            entries[key] = element[1]
     records.sort(key=lambda r: r[0])
     return entries, operator_state, records
 
@@ -144,16 +136,8 @@ class MemoryTasks:
     parallelism: int
     max_parallelism: int
 
-    def epoch(
-        self,
-        function: KeyedProcessFunction,
-        epoch: int,
-        notices: tuple[tuple[str, int], ...],
-        snapshot_id: int | None,
-        time: EpochTime,
-        carried: bool,
-    ) -> EpochTask:
-        return EpochTask(function, epoch, self.parallelism, notices, snapshot_id, time, carried)
+    def epoch(self, parameters: EpochParameters) -> EpochTask:
+        return EpochTask(parameters)
 
     def snapshot(self, location: CheckpointLocation, base: object) -> SnapshotTask:
         """``base`` is for incremental backends: this one writes whole snapshots."""

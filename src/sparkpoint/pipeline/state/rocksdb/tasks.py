@@ -21,21 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from sparkpoint.checkpoint import IncrementalKeyedStateHandle, KeyGroupRange, OperatorSubtaskState
-from sparkpoint.pipeline.api.functions import KeyedProcessFunction
 from sparkpoint.pipeline.api.keyed_state import TIMERS, KeyedStateBackend
 from sparkpoint.pipeline.api.operator_state import OperatorStateStore
 from sparkpoint.pipeline.api.timers import EVENT_TIME, PROCESSING_TIME, Timer, timers_of
 from sparkpoint.pipeline.api.ttl import live_store_entries, now_ms
 from sparkpoint.pipeline.runtime.keyed_epoch import (
-    NO_TIME,
-    OUT_STATE,
-    EpochTime,
+    EpochParameters,
     epoch_outputs,
     run_function,
     uses_timers,
 )
 from sparkpoint.pipeline.runtime.partitioner import Slot
-from sparkpoint.pipeline.runtime.tasks import STATE
+from sparkpoint.pipeline.runtime.records import NewState, Record, Result
 from sparkpoint.pipeline.state import pickles
 from sparkpoint.pipeline.state.backend import StoreSettings
 from sparkpoint.pipeline.state.rocksdb.client import RemoteStore, StoreServerClient, stop_server
@@ -99,19 +96,18 @@ class StorePlace:
 
 
 def _split(
-    items: Iterable[tuple[Any, tuple[int, Any]]],
+    items: Iterable[tuple[Any, tuple[Any, ...]]],
 ) -> tuple[StoreToken, dict[str, Any] | None, list[tuple[Any, Any, Any]]]:
     token: StoreToken | None = None
     operator_state: dict[str, Any] | None = None
     records: list[tuple[Any, Any, Any]] = []
-    for key, (tag, payload) in items:
-        if tag == STATE:
-            if isinstance(payload, StoreToken):
-                token = payload
-            else:
-                operator_state = payload
+    for key, element in items:
+        if element[0] is Record:
+            records.append((element[1], key, element[2]))
+        elif isinstance(element[1], StoreToken):
+            token = element[1]
         else:
-            records.append((payload[0], key, payload[1]))
+            operator_state = element[1]
     if token is None:
         raise RuntimeError("no store token in the state partition")
     records.sort(key=lambda r: r[0])
@@ -124,17 +120,13 @@ class RocksEpochTask:
     records touch (one multi-get), runs the function on them, and writes the changed
     ones back in one batch with the next version (store.py)."""
 
-    function: KeyedProcessFunction
-    epoch: int
-    parallelism: int
+    parameters: EpochParameters
     place: StorePlace
     max_parallelism: int
-    notices: tuple[tuple[str, int], ...] = ()
-    snapshot_id: int | None = None
-    time: EpochTime = NO_TIME
-    carried: bool = False
 
-    def __call__(self, index: int, items: Iterable[tuple[Any, tuple[int, Any]]]) -> Iterator[Any]:
+    def __call__(
+        self, index: int, items: Iterable[tuple[Any, tuple[Any, ...]]]
+    ) -> Iterator[Result]:
         token, operator_state, records = _split(items)
         store = self.place.open(token)
         try:
@@ -145,7 +137,7 @@ class RocksEpochTask:
                     kb = canonical_key_bytes(key)
                     group = key_group_for_key_bytes(kb, self.max_parallelism)
                     key_bytes[key] = state_key(group, kb)
-            if uses_timers(self.function):
+            if uses_timers(self.parameters.function):
                 for store_key in self._due_timer_keys(store):
                     key_bytes.setdefault(decode_key(store_key[KEY_GROUP.size :]), store_key)
             old = dict(zip(key_bytes, store.get_many(list(key_bytes.values())), strict=True))
@@ -153,7 +145,7 @@ class RocksEpochTask:
             timers_before = {k: timers_of(e) for k, e in entries.items()}
             backend = KeyedStateBackend(entries)
             operators = OperatorStateStore(operator_state)
-            ran = run_function(self, backend, operators, index, records)
+            ran = run_function(self.parameters, backend, operators, index, records)
             changes = []
             for key, before in old.items():
                 entry = backend.entries.get(key)
@@ -168,12 +160,13 @@ class RocksEpochTask:
             new_token = store.commit_step(token, changes)
         finally:
             store.close()
-        yield OUT_STATE, Slot(index), new_token
+        yield NewState, Slot(index), new_token
         yield from epoch_outputs(index, operators, ran)
 
     def _due_timer_keys(self, store: RemoteStore) -> Iterator[bytes]:
-        yield from store.due_timer_keys(EVENT_TIME, self.time.watermark)
-        yield from store.due_timer_keys(PROCESSING_TIME, self.time.processing_time_ms)
+        time = self.parameters.time
+        yield from store.due_timer_keys(EVENT_TIME, time.watermark)
+        yield from store.due_timer_keys(PROCESSING_TIME, time.processing_time_ms)
 
 
 def timer_index_changes(
@@ -312,26 +305,8 @@ class RocksDBTasks:
     max_parallelism: int
     place: StorePlace
 
-    def epoch(
-        self,
-        function: KeyedProcessFunction,
-        epoch: int,
-        notices: tuple[tuple[str, int], ...],
-        snapshot_id: int | None,
-        time: EpochTime,
-        carried: bool,
-    ) -> RocksEpochTask:
-        return RocksEpochTask(
-            function,
-            epoch,
-            self.parallelism,
-            self.place,
-            self.max_parallelism,
-            notices,
-            snapshot_id,
-            time,
-            carried,
-        )
+    def epoch(self, parameters: EpochParameters) -> RocksEpochTask:
+        return RocksEpochTask(parameters, self.place, self.max_parallelism)
 
     def snapshot(
         self,
