@@ -34,8 +34,8 @@ from sparkpoint.pipeline import (
     TumblingEventTimeWindows,
     WatermarkStrategy,
 )
-from sparkpoint.pipeline.api.builder import TypedKey
 from sparkpoint.pipeline.api.operator_state import decode_element
+from sparkpoint.pipeline.api.several_sources import TypedKey
 from sparkpoint.recovery.reader import read_operator_state
 from sparkpoint.storage import CheckpointStorage
 from tests.pipeline import support

@@ -26,6 +26,13 @@ from typing import TYPE_CHECKING, Any
 from sparkpoint.checkpoint import JobGraph, OperatorSpec, validate_job_id
 from sparkpoint.pipeline.api.event_time import WatermarkStrategy
 from sparkpoint.pipeline.api.functions import KeyedCoProcessFunction, KeyedProcessFunction
+from sparkpoint.pipeline.api.several_sources import (
+    SourceInput,
+    TypedKey,
+    check_sources_of_several,
+    check_unique_uids,
+    typed_key,
+)
 from sparkpoint.pipeline.api.stages import (
     FILTER,
     FLAT_MAP,
@@ -59,41 +66,6 @@ class KeyedStage:
     #: None only while the pipeline is being built (``key_by`` without ``process`` yet).
     function: KeyedProcessFunction | None
     uid: str
-
-
-@dataclass(frozen=True, slots=True)
-class SourceInput:
-    """One source of a pipeline of several: its uid (its offsets and watermarks are kept
-    under it), the stages that run on its records only (those called on its stream
-    before ``union`` or ``connect``), its watermark strategy, and the input of a
-    connected keyed function it feeds (``side`` 0, or 1: ``process_element2``)."""
-
-    source: Source
-    uid: str
-    stages: tuple[Stage, ...] = ()
-    watermark_strategy: WatermarkStrategy | None = None
-    side: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class TypedKey:
-    """A key selector whose keys must be of ``key_type`` (``key_by(…, key_type=…)``):
-    a key of another type fails the epoch with an error that names ``stream``."""
-
-    selector: Callable[[Any], Any]
-    key_type: type
-    stream: str
-
-    def __call__(self, record: Any) -> Any:
-        key = self.selector(record)
-        if not isinstance(key, self.key_type) or (
-            isinstance(key, bool) and self.key_type is not bool
-        ):
-            raise TypeError(
-                f"{self.stream}: key {key!r} is {type(key).__name__}, not "
-                f"{self.key_type.__name__} as key_by(key_type=…) declares"
-            )
-        return key
 
 
 @dataclass(frozen=True)
@@ -259,8 +231,8 @@ class Pipeline:
         first, second = self.key_selector, other.key_selector
         assert first is not None and second is not None
         if key_type is not None:  # one side declared it: the other's keys must be of it too
-            first = _typed(first, key_type, f"pipeline {self.job_id}, first input")
-            second = _typed(second, key_type, f"pipeline {self.job_id}, second input")
+            first = typed_key(first, key_type, f"pipeline {self.job_id}, first input")
+            second = typed_key(second, key_type, f"pipeline {self.job_id}, second input")
         inputs = (*self._folded_inputs(0), *other._folded_inputs(1))
         merged = self._merged_into(inputs, "connect")
         return replace(merged, key_selector=first, second_key_selector=second, key_type=key_type)
@@ -296,15 +268,7 @@ class Pipeline:
         )
 
     def _merged_into(self, inputs: tuple[SourceInput, ...], verb: str) -> Pipeline:
-        seen: set[str] = set()
-        for i in inputs:
-            if i.uid in seen:
-                raise ValueError(
-                    f"pipeline {self.job_id}: {verb} of two sources with the uid {i.uid!r}: "
-                    "give each source its own uid (.source(src, uid=…)), its offsets and "
-                    "watermarks are kept under it"
-                )
-            seen.add(i.uid)
+        check_unique_uids(self.job_id, inputs, verb)
         strategy = next((i.watermark_strategy for i in inputs if i.watermark_strategy), None)
         return replace(
             self,
@@ -444,24 +408,7 @@ class Pipeline:
         if len(set(uids)) != len(uids):
             raise ValueError(f"pipeline {self.job_id}: operator uids {uids} are not unique")
         if self.merged:
-            self._validate_merged()
-
-    def _validate_merged(self) -> None:
-        timed = [i.uid for i in self.merged if i.watermark_strategy is not None]
-        if timed and len(timed) != len(self.merged):
-            untimed = [i.uid for i in self.merged if i.watermark_strategy is None]
-            raise ValueError(
-                f"pipeline {self.job_id}: sources {timed} carry event time and {untimed} "
-                "do not: give every source a WatermarkStrategy (assign_timestamps)"
-            )
-        for i in self.merged:
-            for stage in (*i.stages, *self.pre_key_stages):
-                if isinstance(stage, DataFrameStage):
-                    raise ValueError(
-                        f"pipeline {self.job_id}: dataframe stage {stage.name!r} runs before "
-                        f"key_by on source {i.uid!r} of several; a pipeline of several sources "
-                        "takes per-record stages there (dataframe stages go after process)"
-                    )
+            check_sources_of_several(self.job_id, self.merged, self.pre_key_stages)
 
     def job_graph(self) -> JobGraph:
         """The sources, each keyed stage and the sink, all at the pipeline's parallelism;
@@ -485,9 +432,3 @@ class Pipeline:
                 OperatorSpec(self.sink_uid, p, m, name="sink"),
             ),
         )
-
-
-def _typed(selector: Callable[[Any], Any], key_type: type, stream: str) -> TypedKey:
-    if isinstance(selector, TypedKey):
-        return replace(selector, stream=stream)
-    return TypedKey(selector, key_type, stream)

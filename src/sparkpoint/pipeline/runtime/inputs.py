@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sparkpoint.pipeline.api.event_time import WatermarkStrategy
 
 if TYPE_CHECKING:
-    from sparkpoint.pipeline.api.builder import SourceInput
+    from sparkpoint.pipeline.api.several_sources import SourceInput
     from sparkpoint.pipeline.sources.base import SplitReader
 
 #: Between a source's uid and its split's name (uids never contain it).

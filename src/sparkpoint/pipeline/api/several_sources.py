@@ -1,0 +1,89 @@
+"""The inputs of a pipeline of several sources (``union``, ``connect``): each source with
+the stages that run on its records only, the typed key selector ``key_by(key_type=…)``
+makes, and the checks a pipeline of several sources passes (builder.py calls them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sparkpoint.pipeline.api.event_time import WatermarkStrategy
+from sparkpoint.pipeline.api.stages import DataFrameStage, Stage
+from sparkpoint.pipeline.sources.base import Source
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInput:
+    """One source of a pipeline of several: its uid (its offsets and watermarks are kept
+    under it), the stages that run on its records only (those called on its stream
+    before ``union`` or ``connect``), its watermark strategy, and the input of a
+    connected keyed function it feeds (``side`` 0, or 1: ``process_element2``)."""
+
+    source: Source
+    uid: str
+    stages: tuple[Stage, ...] = ()
+    watermark_strategy: WatermarkStrategy | None = None
+    side: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TypedKey:
+    """A key selector whose keys must be of ``key_type`` (``key_by(…, key_type=…)``):
+    a key of another type fails the epoch with an error that names ``stream``."""
+
+    selector: Callable[[Any], Any]
+    key_type: type
+    stream: str
+
+    def __call__(self, record: Any) -> Any:
+        key = self.selector(record)
+        if not isinstance(key, self.key_type) or (
+            isinstance(key, bool) and self.key_type is not bool
+        ):
+            raise TypeError(
+                f"{self.stream}: key {key!r} is {type(key).__name__}, not "
+                f"{self.key_type.__name__} as key_by(key_type=…) declares"
+            )
+        return key
+
+
+def typed_key(selector: Callable[[Any], Any], key_type: type, stream: str) -> TypedKey:
+    if isinstance(selector, TypedKey):
+        return replace(selector, stream=stream)
+    return TypedKey(selector, key_type, stream)
+
+
+def check_unique_uids(job_id: str, inputs: tuple[SourceInput, ...], verb: str) -> None:
+    """Each source has its own uid: its offsets and watermarks are kept under it."""
+    seen: set[str] = set()
+    for i in inputs:
+        if i.uid in seen:
+            raise ValueError(
+                f"pipeline {job_id}: {verb} of two sources with the uid {i.uid!r}: "
+                "give each source its own uid (.source(src, uid=…)), its offsets and "
+                "watermarks are kept under it"
+            )
+        seen.add(i.uid)
+
+
+def check_sources_of_several(
+    job_id: str, merged: tuple[SourceInput, ...], pre_key_stages: tuple[Stage, ...]
+) -> None:
+    """Every source carries event time or none does; only per-record stages run before
+    ``key_by`` (a dataframe stage needs the one source's whole epoch)."""
+    timed = [i.uid for i in merged if i.watermark_strategy is not None]
+    if timed and len(timed) != len(merged):
+        untimed = [i.uid for i in merged if i.watermark_strategy is None]
+        raise ValueError(
+            f"pipeline {job_id}: sources {timed} carry event time and {untimed} "
+            "do not: give every source a WatermarkStrategy (assign_timestamps)"
+        )
+    for i in merged:
+        for stage in (*i.stages, *pre_key_stages):
+            if isinstance(stage, DataFrameStage):
+                raise ValueError(
+                    f"pipeline {job_id}: dataframe stage {stage.name!r} runs before "
+                    f"key_by on source {i.uid!r} of several; a pipeline of several sources "
+                    "takes per-record stages there (dataframe stages go after process)"
+                )
