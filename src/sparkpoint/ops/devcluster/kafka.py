@@ -294,10 +294,15 @@ class LocalKafka(daemons.Launcher):
 
 
 def _cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 chars)."""
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 chars),
+    never starting with ``-`` (one in 64 would): the storage tool's ``-t`` would take it
+    for an option and refuse to format (Kafka's own ``Uuid.randomUuid`` skips those too)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _classpath() -> str:
