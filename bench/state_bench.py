@@ -22,7 +22,8 @@ Systems, each in its own processes, one at a time:
 Figures: fill seconds; epoch seconds without and with a checkpoint (Structured Streaming
 checkpoints every micro-batch: its batch is in "+ckpt"); checkpoint duration (sparkpoint:
 the difference of the two; Flink: its own checkpointDuration); bytes written per
-checkpoint and the size of a full snapshot of the same state; peak RSS of the whole
+checkpoint (median; sparkpoint: the mean too, over incremental checkpoints that
+include compactions) and the size of a full snapshot of the same state; peak RSS of the whole
 process tree; records/s of an epoch without a checkpoint (with, for Structured
 Streaming); restore seconds from the new driver's launch to its first epoch.
 
@@ -53,7 +54,7 @@ SYSTEMS = ("memory", "rocksdb", "ss", "ss-python", "flink")
 RESTORED = {"memory", "rocksdb", "ss"}  # the others: no restore measured
 HEADER = (
     f"{'keys':>10} {'drawn':>7} {'system':>9} {'fill s':>7} {'epoch s':>8} {'+ckpt s':>8} "
-    f"{'ckpt s':>7} {'MiB/ckpt':>9} {'full MiB':>9} {'% full':>6} {'RSS GB':>6} "
+    f"{'ckpt s':>7} {'MiB/ckpt':>9} {'mean MiB':>8} {'full MiB':>9} {'% full':>6} {'RSS GB':>6} "
     f"{'rec/s':>8} {'restore s':>9}"
 )
 
@@ -136,10 +137,12 @@ def format_row(r: dict[str, Any]) -> str:
     per_epoch = plain or with_ckpt
     full = r.get("full_bytes")
     share = 100 * r["written_bytes"] / full if full else None
+    mean = r.get("written_mean_bytes")
     return (
         f"{head} {_cell(r.get('fill_s'), 7, '.1f')} {_cell(plain, 8, '.2f')} "
         f"{_cell(with_ckpt, 8, '.2f')} {_cell(ckpt, 7, '.2f')} "
         f"{_cell(r['written_bytes'] / 2**20, 9, '.2f')} "
+        f"{_cell(mean / 2**20 if mean else None, 8, '.2f')} "
         f"{_cell(full / 2**20 if full else None, 9, '.1f')} {_cell(share, 6, '.1f')} "
         f"{_cell(r['peak_rss_bytes'] / 1e9, 6, '.2f')} "
         f"{_cell(RECORDS_PER_EPOCH / per_epoch if per_epoch else None, 8, ',.0f')} "

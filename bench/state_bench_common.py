@@ -14,6 +14,9 @@ FILL_RECORDS = 2_000_000  # a fill epoch: the state is filled in few, large epoc
 SPLITS = 4
 PARALLELISM = 4
 TIMED = 3
+#: Timed checkpoints after the base one (sparkpoint's side): enough to include the
+#: compactions that rewrite a store's files every few checkpoints.
+INCREMENTAL_CHECKPOINTS = 8
 PAYLOAD = 64
 
 
