@@ -21,6 +21,7 @@ pytest_plugins = [
     "tests.support.hdfs",
     "tests.support.leftover_clients",
     "tests.support.store_servers",
+    "tests.support.quick_jvms",
 ]
 
 # A short tick lets tests use session timeouts of a second or two (the server accepts
