@@ -9,12 +9,13 @@ before midnight, so the per-day queries see two days.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from sparkpoint.examples.nexmark import oracle, sessions
+from sparkpoint.examples.nexmark import hot_items, oracle, sessions
 from sparkpoint.examples.nexmark.__main__ import main
 from sparkpoint.examples.nexmark.events import bid_stream
 from sparkpoint.examples.nexmark.queries import QUERIES
@@ -51,16 +52,23 @@ def test_a_query_commits_its_oracle_result(
     assert oracle.differences(expected, oracle.committed_rows(name, out)) == []
 
 
-def test_sessions_of_a_short_gap_split_each_bidders_bids(
-    events_dir: str, spark: SparkSession, tmp_path: Path
+SHORT_WINDOWS = {
+    "q5": (partial(hot_items.q5, size_ms=100, slide_ms=20), oracle.hot_items_sql(100, 20)),
+    "q11": (partial(sessions.q11, gap_ms=20), oracle.session_sql(20)),
+}
+
+
+@pytest.mark.parametrize("name", list(SHORT_WINDOWS))
+def test_short_windows_give_many_results_per_key(
+    name: str, events_dir: str, spark: SparkSession, tmp_path: Path
 ) -> None:
-    """At the suite's 10 s gap the 300 ms of events are one session per bidder; at 20 ms
-    a bidder has several, which the window must merge and close as the oracle does."""
-    gap_ms = 20
+    """At the suite's sizes the 300 ms of events fall in a few windows; at 20 ms a key
+    has many, which the windows must open, merge and close as the oracle does."""
+    build, sql = SHORT_WINDOWS[name]
     bids = bid_stream(
-        "nexmark-q11-short", events_dir, parallelism=2, bytes_per_epoch=BYTES_PER_EPOCH
+        f"nexmark-{name}-short", events_dir, parallelism=2, bytes_per_epoch=BYTES_PER_EPOCH
     )
-    pipeline = sessions.q11(bids, gap_ms=gap_ms).sink(TransactionalFileSink(str(tmp_path / "out")))
+    pipeline = build(bids).sink(TransactionalFileSink(str(tmp_path / "out")))
     driver = PipelineDriver(pipeline, spark, EmbeddedChannel(str(tmp_path / "ckpt")))
     try:
         driver.start()
@@ -68,9 +76,9 @@ def test_sessions_of_a_short_gap_split_each_bidders_bids(
         driver.finish()
     finally:
         driver.close()
-    expected = oracle.rows_of(oracle.session_sql(gap_ms), events_dir)
-    assert len(expected) > 2 * len({r["bidder"] for r in expected})
-    assert oracle.differences(expected, oracle.committed_rows("q11", tmp_path / "out")) == []
+    expected = oracle.rows_of(sql, events_dir)
+    assert len(expected) > 2 * len(oracle.expected_rows(name, events_dir))
+    assert oracle.differences(expected, oracle.committed_rows(name, tmp_path / "out")) == []
 
 
 def test_the_events_cross_midnight(events_dir: str) -> None:

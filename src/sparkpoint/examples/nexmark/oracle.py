@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.examples.nexmark.hot_items import SIZE_MS, SLIDE_MS
 from sparkpoint.examples.nexmark.queries import QUERIES
 from sparkpoint.examples.nexmark.sessions import GAP_MS
 from sparkpoint.pipeline import TransactionalFileSink, to_json_line
@@ -74,6 +75,20 @@ def session_sql(gap_ms: int) -> str:
         FROM numbered GROUP BY bidder, session"""
 
 
+def hot_items_sql(size_ms: int, slide_ms: int) -> str:
+    """q5 for windows of ``size_ms`` every ``slide_ms``: each bid in the windows whose
+    start is at most ``size_ms`` before it, counted per auction, and per window the
+    auctions whose count is the highest."""
+    return f"""
+        WITH windowed AS (
+            SELECT auction, date_time - date_time % {slide_ms} - k * {slide_ms} AS starttime
+            FROM bid, range(0, {size_ms // slide_ms}) AS r(k)),
+        counts AS (
+            SELECT auction, starttime, count(*) AS num FROM windowed GROUP BY auction, starttime)
+        SELECT auction, num FROM counts c
+        WHERE num >= (SELECT max(num) FROM counts m WHERE m.starttime = c.starttime)"""
+
+
 SQL: dict[str, str] = {
     "q0": "SELECT auction, bidder, price, date_time, extra FROM bid",
     "q1": f"SELECT auction, bidder, {EUROS} AS price, date_time, extra FROM bid",
@@ -99,6 +114,7 @@ SQL: dict[str, str] = {
         SELECT auction, bidder, price, channel, string_split(url, '/')[4] AS dir1,
                string_split(url, '/')[5] AS dir2, string_split(url, '/')[6] AS dir3
         FROM bid""",
+    "q5": hot_items_sql(SIZE_MS, SLIDE_MS),
     "q11": session_sql(GAP_MS),
     "q15": f"SELECT {DAY} AS day, {_COUNTS} FROM bid GROUP BY {DAY}",
     "q16": f"""SELECT channel, {DAY} AS day, max(strftime(ts, '%H:%M')) AS minute, {_COUNTS}
