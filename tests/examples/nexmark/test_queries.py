@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sparkpoint.examples.nexmark import hot_items, oracle, sessions
+from sparkpoint.examples.nexmark import highest_bid, hot_items, oracle, sessions
 from sparkpoint.examples.nexmark.__main__ import main
 from sparkpoint.examples.nexmark.events import bid_stream
 from sparkpoint.examples.nexmark.queries import QUERIES
@@ -54,6 +54,7 @@ def test_a_query_commits_its_oracle_result(
 
 SHORT_WINDOWS = {
     "q5": (partial(hot_items.q5, size_ms=100, slide_ms=20), oracle.hot_items_sql(100, 20)),
+    "q7": (partial(highest_bid.q7, size_ms=10), oracle.highest_bid_sql(10)),
     "q11": (partial(sessions.q11, gap_ms=20), oracle.session_sql(20)),
 }
 

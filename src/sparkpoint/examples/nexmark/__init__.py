@@ -5,8 +5,8 @@ written with the pipeline API, over event files of the ``nexmark`` crate's gener
 docs/nexmark.md says what each computes, which are left out and why. Modules:
 
 - events.py: the event files, bids, event time and the suite's watermark;
-- stateless.py (q0, q1, q2, q10, q14, q21, q22), hot_items.py (q5), sessions.py (q11),
-  daily.py (q15, q16, q17), ranking.py (q18, q19): the queries;
+- stateless.py (q0, q1, q2, q10, q14, q21, q22), hot_items.py (q5), highest_bid.py (q7),
+  sessions.py (q11), daily.py (q15, q16, q17), ranking.py (q18, q19): the queries;
 - queries.py: the queries by name; run.py: one run on Spark;
 - oracle.py: each query in DuckDB SQL, and the check of a run's committed output.
 """

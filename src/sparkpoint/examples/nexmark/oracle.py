@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.examples.nexmark.highest_bid import WINDOW_MS
 from sparkpoint.examples.nexmark.hot_items import SIZE_MS, SLIDE_MS
 from sparkpoint.examples.nexmark.queries import QUERIES
 from sparkpoint.examples.nexmark.sessions import GAP_MS
@@ -89,6 +90,19 @@ def hot_items_sql(size_ms: int, slide_ms: int) -> str:
         WHERE num >= (SELECT max(num) FROM counts m WHERE m.starttime = c.starttime)"""
 
 
+def highest_bid_sql(size_ms: int) -> str:
+    """q7 for windows of ``size_ms``: the bids at a window's highest price whose time is
+    in the window or at its end."""
+    return f"""
+        WITH highest AS (
+            SELECT date_time - date_time % {size_ms} + {size_ms} AS window_end,
+                   max(price) AS price
+            FROM bid GROUP BY window_end)
+        SELECT b.auction, b.bidder, b.price, b.date_time, b.extra
+        FROM bid b JOIN highest h ON b.price = h.price
+         AND b.date_time BETWEEN h.window_end - {size_ms} AND h.window_end"""
+
+
 SQL: dict[str, str] = {
     "q0": "SELECT auction, bidder, price, date_time, extra FROM bid",
     "q1": f"SELECT auction, bidder, {EUROS} AS price, date_time, extra FROM bid",
@@ -115,6 +129,7 @@ SQL: dict[str, str] = {
                string_split(url, '/')[5] AS dir2, string_split(url, '/')[6] AS dir3
         FROM bid""",
     "q5": hot_items_sql(SIZE_MS, SLIDE_MS),
+    "q7": highest_bid_sql(WINDOW_MS),
     "q11": session_sql(GAP_MS),
     "q15": f"SELECT {DAY} AS day, {_COUNTS} FROM bid GROUP BY {DAY}",
     "q16": f"""SELECT channel, {DAY} AS day, max(strftime(ts, '%H:%M')) AS minute, {_COUNTS}

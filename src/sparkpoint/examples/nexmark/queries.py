@@ -1,7 +1,7 @@
 """The queries of Flink's Nexmark suite that read bids alone, by name, and those left out.
 
 >>> sorted(QUERIES)  # doctest: +SKIP
-['q0', 'q1', 'q10', 'q11', 'q14', 'q15', 'q16', 'q17', 'q18', 'q19', 'q2', 'q21', 'q22', 'q5']
+['q0', 'q1', 'q10', 'q11', 'q14', 'q15', 'q16', 'q17', 'q18', 'q19', 'q2', 'q21', 'q22', 'q5', 'q7']
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from sparkpoint.examples.nexmark import daily, hot_items, ranking, sessions
+from sparkpoint.examples.nexmark import daily, highest_bid, hot_items, ranking, sessions
 from sparkpoint.examples.nexmark.events import bid_stream
 from sparkpoint.examples.nexmark.stateless import stateless_query
 from sparkpoint.pipeline import Pipeline, TransactionalFileSink, to_json_line
@@ -41,6 +41,7 @@ QUERIES: dict[str, Query] = {
         _stateless("q21", "bids with a channel id, from the channel or the URL"),
         _stateless("q22", "bids with the first three directories of their URL"),
         Query("q5", "hot items: the auctions with the most bids per sliding window", hot_items.q5),
+        Query("q7", "the bids at the highest price of each 10 s window", highest_bid.q7),
         Query("q11", "bids per bidder and session (10 s gap, event time)", sessions.q11),
         Query("q15", "bids, bidders and auctions per day and price rank", daily.q15),
         Query("q16", "q15 per channel, with the day's last minute", daily.q16),
@@ -66,7 +67,6 @@ LEFT_OUT: dict[str, str] = {
     "q4": "joins auctions with their bids: needs two-input joins",
     "q6": "an OVER window over the updating result of a join (a seller's last 10 closed "
     "auctions): Flink does not run it either, the suite marks it unsupported",
-    "q7": "joins bids with each window's highest price, the window's end included: a join",
     "q8": "joins new persons with their new auctions per window: needs two-input joins",
     "q9": "joins auctions with their bids (the winning bid): needs two-input joins",
     "q12": "processing-time windows: the result depends on the wall clock",
