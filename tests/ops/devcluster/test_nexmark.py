@@ -12,6 +12,7 @@ import pytest
 from sparkpoint.ops.devcluster.nexmark import (
     BASE_TIME_MS,
     MANIFEST,
+    SIDE_INPUT,
     crate_time_offset_ms,
     split_file,
     write_events,
@@ -42,6 +43,8 @@ def test_event_time_follows_the_event_number_whatever_the_splits(tmp_path: Path)
         assert read_split(three, k) == stream[k::3]
     kinds = Counter(next(iter(e)) for e in stream)
     assert kinds == {"Person": EVENTS // 50, "Auction": 3 * EVENTS // 50, "Bid": 46 * EVENTS // 50}
+    side_input = (one / SIDE_INPUT).read_text().splitlines()
+    assert side_input[:2] == ["0,0", "1,1"] and len(side_input) == 10_000
     auction = next(e["Auction"] for e in stream if "Auction" in e)
     assert auction["expires"] > auction["date_time"]  # moved with it
 

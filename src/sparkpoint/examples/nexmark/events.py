@@ -18,6 +18,8 @@ from sparkpoint.pipeline import FileSource, Pipeline, WatermarkStrategy
 #: The suite's bounded out-of-orderness.
 OUT_OF_ORDERNESS_MS = 4_000
 DAY_MS = 86_400_000
+#: q13's side input beside the events (written with them; a name the source skips).
+SIDE_INPUT = "_side_input.csv"
 
 Bid = dict[str, Any]
 

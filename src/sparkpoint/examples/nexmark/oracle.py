@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from sparkpoint.examples.nexmark.events import SIDE_INPUT
 from sparkpoint.examples.nexmark.highest_bid import WINDOW_MS
 from sparkpoint.examples.nexmark.hot_items import SIZE_MS, SLIDE_MS
 from sparkpoint.examples.nexmark.queries import QUERIES
@@ -33,6 +34,12 @@ FROM read_json('{files}', format = 'newline_delimited', columns = {{
     'Bid': 'STRUCT(auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR,
                    url VARCHAR, date_time BIGINT, extra VARCHAR)'}})
 WHERE Bid IS NOT NULL
+"""
+
+#: q13's side input (``{path}``), as the suite declares it.
+SIDE_INPUT_TABLE = """
+CREATE VIEW side_input AS
+SELECT * FROM read_csv('{path}', header = false, columns = {{'key': 'BIGINT', 'value': 'VARCHAR'}})
 """
 
 EUROS = "CAST(CAST(0.908 * price AS DECIMAL(23, 3)) AS VARCHAR)"
@@ -124,6 +131,9 @@ SQL: dict[str, str] = {
         FROM bid
         WHERE regexp_matches(url, {CHANNEL_ID})
            OR lower(channel) IN ('apple', 'google', 'facebook', 'baidu')""",
+    "q13": """
+        SELECT b.auction, b.bidder, b.price, b.date_time, s.value
+        FROM bid b JOIN side_input s ON b.auction % 10000 = s.key""",
     "q22": """
         SELECT auction, bidder, price, channel, string_split(url, '/')[4] AS dir1,
                string_split(url, '/')[5] AS dir2, string_split(url, '/')[6] AS dir3
@@ -167,6 +177,7 @@ def rows_of(sql: str, events_dir: str | Path) -> list[Row]:
 
     with duckdb.connect() as db:
         db.execute(BID_VIEW.format(files=str(Path(events_dir) / "*.jsonl")))
+        db.execute(SIDE_INPUT_TABLE.format(path=str(Path(events_dir) / SIDE_INPUT)))
         result = db.execute(sql)
         columns = [d[0] for d in result.description]
         return [dict(zip(columns, values, strict=True)) for values in result.fetchall()]

@@ -3,10 +3,11 @@
 q0 passes bids through, q1 converts prices to euros, q2 keeps the bids of some auctions,
 q10 adds the date and minute partitions of the suite's file sink, q14 filters, classifies
 the time of day and counts a character (the suite's user-defined function), q21 finds a
-channel id, q22 splits the URL. The row function runs as a stage before ``key_by``, so
-only the rows are shuffled; the keyed stage only forwards them (a sparkpoint pipeline
-always has one). It is keyed by the bid's event time, which spreads rows evenly, where
-keying by auction or bidder would send the hot ones to one subtask.
+channel id, q22 splits the URL, q13 looks the auction up in a static side input. The row
+function runs as a stage before ``key_by``, so only the rows are shuffled; the keyed stage
+only forwards them (a sparkpoint pipeline always has one). It is keyed by the bid's event
+time, which spreads rows evenly, where keying by auction or bidder would send the hot
+ones to one subtask.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sparkpoint.examples.nexmark.events import (
@@ -125,10 +127,27 @@ def key_of(keyed_row: tuple[int, Row]) -> int:
     return keyed_row[0]
 
 
-def stateless_query(name: str, bids: Pipeline) -> Pipeline:
-    """``bids`` (events.bid_stream) → the rows of query ``name``."""
+class SideInputJoin:
+    """q13: each bid with the side input's value of its auction modulo 10 000 (a static
+    table, read when the pipeline is built and shipped with the stage); a bid without
+    one has no row (an inner join)."""
+
+    def __init__(self, path: str | Path) -> None:
+        lines = Path(path).read_text().splitlines()
+        self.values = {int(k): v for k, v in (line.split(",", 1) for line in lines)}
+
+    def __call__(self, bid: Bid) -> list[Row]:
+        value = self.values.get(bid["auction"] % 10_000)
+        if value is None:
+            return []
+        keep = ("auction", "bidder", "price", "date_time")
+        return [{**{k: bid[k] for k in keep}, "value": value}]
+
+
+def stateless_query(rows: Callable[[Bid], list[Row]], bids: Pipeline, name: str) -> Pipeline:
+    """``bids`` (events.bid_stream) → the rows ``rows(bid)`` of each bid."""
     return (
-        bids.flat_map(KeyedRows(ROWS[name]), name=name)
+        bids.flat_map(KeyedRows(rows), name=name)
         .assign_timestamps(suite_watermarks(key_of))  # the bid's time, on the pair
         .key_by(key_of, key_type=int)
         .process(Forward(), uid="forward")

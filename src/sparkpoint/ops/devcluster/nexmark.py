@@ -12,7 +12,8 @@ the moment the process began and ``t(n)`` the crate's own schedule (10 000 event
 second of event time). Every event's ``date_time`` and ``expires`` are moved so that
 ``start`` becomes ``base_time_ms``: the same N events are then the same bytes on every
 run. ``_nexmark.json`` (ignored by the file source) records how the files were made, so
-a directory made with the same settings is reused.
+a directory made with the same settings is reused. ``_side_input.csv`` beside them is the
+suite's side input of q13 (rows ``i,i`` for i below 10 000).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ BASE_TIME_MS = 1_767_225_600_000
 #: The crate's default rate (events per second of event time), which its CLI cannot change.
 CRATE_EVENTS_PER_SECOND = 10_000
 MANIFEST = "_nexmark.json"
+#: The suite's side input of q13: rows ``i,i`` for i below 10 000 (a name the source skips).
+SIDE_INPUT, SIDE_INPUT_ROWS = "_side_input.csv", 10_000
 _TIMES = re.compile(rb'"(date_time|expires)":(\d+)')
 
 
@@ -96,6 +99,7 @@ def write_events(
         "events": events,
         "splits": splits,
         "base_time_ms": base_time_ms,
+        "side_input_rows": SIDE_INPUT_ROWS,
     }
     recorded = directory / MANIFEST
     if recorded.exists() and json.loads(recorded.read_text()) == manifest:
@@ -115,6 +119,7 @@ def write_events(
         ]
         for future in done:
             future.result()
+    (directory / SIDE_INPUT).write_text("".join(f"{i},{i}\n" for i in range(SIDE_INPUT_ROWS)))
     recorded.write_text(json.dumps(manifest) + "\n")
     return directory
 
