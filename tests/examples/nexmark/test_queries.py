@@ -82,6 +82,17 @@ def test_short_windows_give_many_results_per_key(
     assert oracle.differences(expected, oracle.committed_rows(name, tmp_path / "out")) == []
 
 
+def test_a_windowed_query_keeps_its_state_in_rocksdb(
+    events_dir: str, spark: SparkSession, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    run_query(
+        "q11", events_dir, str(out), spark, str(tmp_path / "ckpt"),
+        parallelism=2, bytes_per_epoch=BYTES_PER_EPOCH, state_backend="rocksdb",
+    )  # fmt: skip
+    assert oracle.check("q11", events_dir, out) == []
+
+
 def test_the_events_cross_midnight(events_dir: str) -> None:
     days = oracle.expected_rows("q15", events_dir)
     assert [d["day"] for d in sorted(days, key=lambda d: d["day"])] == ["2025-12-31", "2026-01-01"]

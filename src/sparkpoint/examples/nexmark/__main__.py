@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sparkpoint.examples.nexmark.queries import LEFT_OUT, QUERIES, why_not
 from sparkpoint.examples.nexmark.run import run_query
+from sparkpoint.pipeline import BACKEND_NAMES, spark_session
 
 
 def _queries_help() -> str:
@@ -45,6 +46,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--parallelism", type=int, default=4)
     p.add_argument("--master", default="local[2]", help="Spark master (local[2])")
     p.add_argument("--interval-ms", type=int, default=1_000, help="checkpoint interval (1000)")
+    p.add_argument(
+        "--state-backend",
+        choices=BACKEND_NAMES,
+        help="where keyed state lives (default: $SPARKPOINT_STATE_BACKEND, else memory)",
+    )
     p.add_argument("--check", action="store_true", help="compare the output with DuckDB's")
     p.add_argument("--json", action="store_true", help="print the result as one JSON line")
     return p
@@ -72,19 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     generate(args.events, args.splits, events_dir)
 
-    from sparkpoint.pipeline import spark_session
-
-    spark = spark_session(args.master, f"nexmark-{args.query}")
+    on_disk = args.state_backend == "rocksdb" or None
+    spark = spark_session(args.master, f"nexmark-{args.query}", state_in_place=on_disk)
     try:
         run = run_query(
             args.query, events_dir, str(out), spark,
             args.checkpoint_dir or str(out / "_checkpoints"),
             parallelism=args.parallelism, interval_ms=args.interval_ms,
+            state_backend=args.state_backend,
         )  # fmt: skip
     finally:
         spark.stop()
     result = {
         "query": run.query,
+        "state_backend": args.state_backend or "default",
         "events": args.events,
         "parallelism": run.parallelism,
         "epochs": run.epochs,

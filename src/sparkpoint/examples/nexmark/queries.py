@@ -92,9 +92,11 @@ def query_pipeline(
     job_id: str | None = None,
     parallelism: int = 4,
     bytes_per_epoch: int = 4 << 20,
+    state_backend: str | None = None,
 ) -> Pipeline:
     """Query ``name`` over the event files under ``events_dir``, its rows committed as
-    JSON lines under ``out``."""
+    JSON lines under ``out``; keyed state in ``state_backend`` (default: the pipeline's
+    default, ``$SPARKPOINT_STATE_BACKEND`` or memory)."""
     try:
         query = QUERIES[name]
     except KeyError:
@@ -103,7 +105,10 @@ def query_pipeline(
         job_id or f"nexmark-{name}", events_dir,
         parallelism=parallelism, bytes_per_epoch=bytes_per_epoch,
     )  # fmt: skip
-    return query.build(bids, events_dir).sink(TransactionalFileSink(out, serialize=to_json_line))
+    pipeline = query.build(bids, events_dir).sink(
+        TransactionalFileSink(out, serialize=to_json_line)
+    )
+    return pipeline.with_state_backend(state_backend) if state_backend else pipeline
 
 
 def why_not(name: str) -> str:

@@ -33,12 +33,14 @@ def run_query(
     parallelism: int = 4,
     bytes_per_epoch: int = 4 << 20,
     interval_ms: int = 1_000,
+    state_backend: str | None = None,
 ) -> Run:
     """Run query ``name`` over the event files under ``events_dir`` to their end; its
     rows are committed under ``out``."""
     pipeline = query_pipeline(
-        name, events_dir, out, parallelism=parallelism, bytes_per_epoch=bytes_per_epoch
-    )
+        name, events_dir, out,
+        parallelism=parallelism, bytes_per_epoch=bytes_per_epoch, state_backend=state_backend,
+    )  # fmt: skip
     channel = EmbeddedChannel(checkpoint_dir, interval_ms=interval_ms)
     driver = PipelineDriver(pipeline, spark, channel)
     started = time.monotonic()

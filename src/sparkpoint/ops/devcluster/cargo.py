@@ -5,6 +5,8 @@ built by ``cargo install --locked`` (the crate's own lock file pins its dependen
 a cache directory named after the crate and its version, so a version bump builds anew
 and an unchanged tool is never built twice. Nothing binary is kept in the repository. An
 environment variable per tool points at an existing binary instead.
+``python -m sparkpoint.ops.devcluster.cargo nexmark`` builds one (if needed) and prints
+where it is.
 """
 
 from __future__ import annotations
@@ -71,6 +73,13 @@ def crate(name: str) -> Crate:
         raise CargoToolError(f"unknown Rust tool {name!r}; known: {known}") from None
 
 
+def _rustup_cargo() -> str | None:
+    """rustup's cargo, where rustup puts it, when it is not on the PATH."""
+    home = os.environ.get("CARGO_HOME") or str(Path.home() / ".cargo")
+    cargo = Path(home) / "bin" / "cargo"
+    return str(cargo) if os.access(cargo, os.X_OK) else None
+
+
 def binary(name: str, *, progress: Callable[[str], None] | None = None) -> Path:
     """The executable of tool ``name``, building it first when the cache lacks it.
 
@@ -92,7 +101,7 @@ def binary(name: str, *, progress: Callable[[str], None] | None = None) -> Path:
     with _locked(target.parent / f".{target.name}.lock"):
         if executable.exists():
             return executable
-        cargo = shutil.which("cargo")
+        cargo = shutil.which("cargo") or _rustup_cargo()
         if cargo is None:
             raise CargoToolError(
                 f"cargo is needed to build {spec.name} ({spec.purpose}); install Rust "
@@ -115,3 +124,21 @@ def binary(name: str, *, progress: Callable[[str], None] | None = None) -> Path:
             Path(tmp).mkdir()  # for TemporaryDirectory's cleanup
         say(f"sparkpoint: {spec.name} ready ({executable})")
     return executable
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = sys.argv[1:] if argv is None else argv
+    if not names:
+        print(f"usage: python -m sparkpoint.ops.devcluster.cargo {' '.join(CRATES)}")
+        return 2
+    try:
+        for name in names:
+            print(binary(name))
+    except CargoToolError as e:
+        print(f"sparkpoint: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
