@@ -4,6 +4,8 @@ Generates ``--events`` events into ``--events-dir`` (once: a directory made with
 settings is reused), runs the query over them on Spark from the first event to the last,
 with a checkpoint every ``--interval-ms``, and commits its rows as JSON lines under
 ``--out``. ``--check`` compares them with the query's result computed by DuckDB.
+A driver killed before is started again with the same ``--out`` and ``--checkpoint-dir``:
+it goes on from the newest checkpoint there.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sparkpoint.examples.driver_process import progress_reporter
 from sparkpoint.examples.nexmark.queries import LEFT_OUT, QUERIES, why_not
 from sparkpoint.examples.nexmark.run import run_query
 from sparkpoint.pipeline import BACKEND_NAMES, spark_session
@@ -42,7 +45,13 @@ def parser() -> argparse.ArgumentParser:
         "--events-dir", help="where the event files are or go (default: in the temp directory)"
     )
     p.add_argument("--out", help="a new directory for the output (default: a temp directory)")
-    p.add_argument("--checkpoint-dir", help="default: <out>/_checkpoints")
+    p.add_argument(
+        "--checkpoint-dir",
+        help="default: <out>/_checkpoints; given, --out may hold the output of a run "
+        "killed before, which goes on from the newest checkpoint",
+    )
+    p.add_argument("--bytes-per-epoch", type=int, default=4 << 20, help="of each file (4 MiB)")
+    p.add_argument("--progress", help="append one JSON line per epoch to this file")
     p.add_argument("--parallelism", type=int, default=4)
     p.add_argument("--master", default="local[2]", help="Spark master (local[2])")
     p.add_argument("--interval-ms", type=int, default=1_000, help="checkpoint interval (1000)")
@@ -71,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     if not 1 <= args.splits <= args.events:
         p.error(f"need 1 ≤ --splits ≤ --events, got {args.splits} and {args.events}")
     out = Path(args.out or tempfile.mkdtemp(prefix=f"nexmark-{args.query}-"))
-    if out.exists() and any(out.iterdir()):
-        p.error(f"--out {out} is not empty: give a new directory")
+    if out.exists() and any(out.iterdir()) and not args.checkpoint_dir:
+        p.error(f"--out {out} is not empty: give a new directory (or --checkpoint-dir)")
     events_dir = args.events_dir or str(
         Path(tempfile.gettempdir()) / f"nexmark-events-{args.events}-{args.splits}"
     )
@@ -85,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             args.query, events_dir, str(out), spark,
             args.checkpoint_dir or str(out / "_checkpoints"),
             parallelism=args.parallelism, interval_ms=args.interval_ms,
-            state_backend=args.state_backend,
+            bytes_per_epoch=args.bytes_per_epoch, state_backend=args.state_backend,
+            on_epoch=progress_reporter(args.progress),
         )  # fmt: skip
     finally:
         spark.stop()
