@@ -4,11 +4,13 @@ bytes on every run, in any number of splits."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from sparkpoint.ops.devcluster.cargo import binary
 from sparkpoint.ops.devcluster.nexmark import (
     BASE_TIME_MS,
     MANIFEST,
@@ -62,3 +64,20 @@ def test_the_same_settings_give_the_same_bytes_and_reuse_a_directory(tmp_path: P
         write_events(first, EVENTS + 1, splits=2)
     with pytest.raises(ValueError, match="need 1 ≤ splits ≤ events"):
         write_events(tmp_path / "c", 0)
+
+
+def test_the_events_are_the_crates_with_only_their_times_moved(tmp_path: Path) -> None:
+    raw = subprocess.run(
+        [str(binary("nexmark")), "--number", "500", "--no-wait"],
+        capture_output=True, check=True,
+    ).stdout.decode().splitlines()  # fmt: skip
+    ours = read_split(write_events(tmp_path / "events", 500, splits=1), 0)
+    crate = [json.loads(line) for line in raw]
+    start = time_of(crate[0])  # the crate's wall-clock start: event 0's time
+
+    def moved(event: dict) -> dict:
+        ((kind, body),) = event.items()
+        times = {k: body[k] - start + BASE_TIME_MS for k in ("date_time", "expires") if k in body}
+        return {kind: {**body, **times}}
+
+    assert ours == [moved(e) for e in crate]
