@@ -65,6 +65,12 @@ fetch_jvm() {  # $@: artifact sets of sparkpoint.ops.devcluster.jvm (Maven fetch
     .venv/bin/sparkpoint jvm fetch "$@"
 }
 
+build_cargo_tools() {  # $@: tools of sparkpoint.ops.devcluster.cargo (cargo builds them once, into a cache)
+    command -v cargo >/dev/null 2>&1 || [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ] \
+        || install_debian_packages "cargo builds the Rust tools" cargo
+    .venv/bin/python -m sparkpoint.ops.devcluster.cargo "$@" >/dev/null
+}
+
 # The test tools come from Debian's packages. Each check below names what it needs when
 # missing; install_test_tools installs every missing one in one apt-get run.
 missing_promtool() {  # promtool and the Prometheus server check the alert rules

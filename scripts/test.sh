@@ -9,6 +9,7 @@ source "$(dirname "$0")/bootstrap.sh"
 sync_venv
 install_test_tools promtool connector_servers chromium podman  # one apt-get run
 fetch_jvm hadoop kafka  # real HDFS and Kafka from their own jars (Maven Central, fetched once)
+build_cargo_tools nexmark  # the Nexmark event generator, from crates.io (built once)
 # The images the chart-in-containers test runs (rebuilt only when their inputs change) are
 # built while the other tests run: that test's own call to build-image.sh waits for this
 # one (the script holds a lock) and then finds them up to date.

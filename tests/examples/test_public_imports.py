@@ -28,10 +28,10 @@ def _pipeline_imports(path: Path) -> list[tuple[int, str, str]]:
 
 
 def test_examples_import_only_the_public_names_of_sparkpoint_pipeline() -> None:
-    files = sorted(EXAMPLES.glob("*.py"))
+    files = sorted(EXAMPLES.rglob("*.py"))
     assert len(files) > 5
     private = [
-        f"{path.name}:{line}: {module} {name}".strip()
+        f"{path.relative_to(EXAMPLES)}:{line}: {module} {name}".strip()
         for path in files
         for line, module, name in _pipeline_imports(path)
         if module != "sparkpoint.pipeline" or name not in sparkpoint.pipeline.__all__

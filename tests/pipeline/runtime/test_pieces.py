@@ -139,6 +139,23 @@ def test_file_source_cuts_a_window_at_its_last_newline(tmp_path: Path) -> None:
     assert seen == list(range(100))
 
 
+def test_a_bounded_file_source_ends_when_its_files_are_read_to_their_end(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"n": 1}\n{"n": 2}\n')
+    (tmp_path / "b.jsonl").write_text('{"n": 3}\n')
+    endless, bounded = FileSource(str(tmp_path)), FileSource(str(tmp_path), bounded=True)
+    assert not bounded.exhausted
+    ranges = bounded.plan_epoch()
+    bounded.advance(ranges[:1])
+    assert not bounded.exhausted  # b.jsonl is not read yet
+    bounded.advance(ranges[1:])
+    endless.advance(endless.plan_epoch())
+    assert bounded.exhausted
+    assert not endless.exhausted  # a directory may get more files
+    restored = FileSource(str(tmp_path), bounded=True)
+    restored.restore(bounded.offsets())
+    assert restored.exhausted
+
+
 def test_sink_two_phases_commit_once_and_restore_discards_later_output(tmp_path: Path) -> None:
     sink = TransactionalFileSink(str(tmp_path))
     w1 = sink.writer("a1", 1)

@@ -3,7 +3,10 @@
 Splits are files (by name), offsets are byte positions, and each epoch reads at most
 ``max_bytes_per_split`` of every file, cut after the last complete line: a line still
 being written is left for a later epoch. Files that appear later are picked up at the
-next epoch. Files are read through sparkpoint's storage, so HDFS directories work too.
+next epoch, unless the source is ``bounded``: then the files are the whole input, written
+before the job reads them, and the source ends once every one is read to its end (so
+event time goes to the end and every window fires, as for Flink's bounded file source).
+Files are read through sparkpoint's storage, so HDFS directories work too.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ class LineReader:
 class FileSource(OffsetSource):
     """``format``: ``"jsonl"`` or ``"csv"`` (``csv_fields`` names the columns; without
     them a row is a list). Files whose name starts with ``.`` or ``_`` are ignored.
-    ``max_splits_per_epoch`` bounds how many files one epoch reads from."""
+    ``max_splits_per_epoch`` bounds how many files one epoch reads from. ``bounded``:
+    the directory's files are the whole input (see the module's doc)."""
 
     def __init__(
         self,
@@ -59,6 +63,7 @@ class FileSource(OffsetSource):
         csv_fields: tuple[str, ...] = (),
         max_bytes_per_split: int = 4 * 1024 * 1024,
         max_splits_per_epoch: int | None = None,
+        bounded: bool = False,
     ) -> None:
         if format not in ("jsonl", "csv"):
             raise ValueError(f"file source format {format!r}: use 'jsonl' or 'csv'")
@@ -68,6 +73,7 @@ class FileSource(OffsetSource):
         self._max_bytes = max_bytes_per_split
         self._max_splits = max_splits_per_epoch
         self._offsets: dict[str, int] = {}
+        self._bounded = bounded
 
     def restore(self, offsets: dict[str, int]) -> None:
         self._offsets.update(offsets)
@@ -110,7 +116,9 @@ class FileSource(OffsetSource):
 
     @property
     def exhausted(self) -> bool:
-        return False  # a directory can always get more files
+        if not self._bounded:
+            return False  # a directory can always get more files
+        return all(self._offsets.get(name, 0) >= size for name, size in self._discover().items())
 
     def reader(self) -> LineReader:
         return self._reader
