@@ -23,6 +23,7 @@ from sparkpoint.pipeline.api.functions import (
     SideOutput,
     TimerContext,
 )
+from sparkpoint.pipeline.api.joins import JoinContext, ProcessJoinFunction
 from sparkpoint.pipeline.api.keyed_state import (
     ListState,
     ListStateDescriptor,
@@ -123,6 +124,7 @@ __all__ = [
     "EventTimeSessionWindows",
     "FileSource",
     "InitializationContext",
+    "JoinContext",
     "KafkaSink",
     "KafkaSource",
     "Key",
@@ -138,6 +140,7 @@ __all__ = [
     "Pipeline",
     "PipelineDriver",
     "PostgresSink",
+    "ProcessJoinFunction",
     "ProcessWindowFunction",
     "RabbitMQSource",
     "RemoteChannel",

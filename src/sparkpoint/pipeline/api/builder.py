@@ -48,6 +48,7 @@ from sparkpoint.pipeline.state.backend import StateBackend, default_state_backen
 from sparkpoint.statefiles import default_max_parallelism
 
 if TYPE_CHECKING:
+    from sparkpoint.pipeline.api.joins import IntervalJoin
     from sparkpoint.pipeline.api.windows import (
         AggregateFunction,
         ProcessWindowFunction,
@@ -236,6 +237,14 @@ class Pipeline:
         inputs = (*self._folded_inputs(0), *other._folded_inputs(1))
         merged = self._merged_into(inputs, "connect")
         return replace(merged, key_selector=first, second_key_selector=second, key_type=key_type)
+
+    def interval_join(self, other: Pipeline) -> IntervalJoin:
+        """This keyed stream's records (left) joined with ``other``'s (right) of the same
+        key within an event-time interval: ``.between(lower_ms, upper_ms).process(
+        ProcessJoinFunction)`` (joins.py). Both must be keyed, as for ``connect``."""
+        from sparkpoint.pipeline.api.joins import IntervalJoin
+
+        return IntervalJoin(self.connect(other))
 
     def _check_mergeable(self, stream: Pipeline, verb: str, which: str) -> None:
         if not isinstance(stream, Pipeline):

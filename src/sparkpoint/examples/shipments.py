@@ -1,0 +1,137 @@
+"""Orders ⋈ shipments within an interval: an event-time interval join.
+
+Each customer's orders (the left input) are matched with that customer's shipments (the
+right input) dispatched from ``SHIPPED_BEFORE_MS`` before the order (a shipment of an
+earlier order) to ``SHIPPED_WITHIN_MS`` after it. Both inputs come out of order by up
+to ``OUT_OF_ORDER_MS``, and some records come far too late: a late order or shipment
+joins nothing and goes to a side output of its own (``late-orders``,
+``late-shipments``).
+
+:func:`expected_shipped` computes the same lines and late records offline, from the
+same records and the epochs they are read in (watermarks move at epoch boundaries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sparkpoint.examples.sessions import epoch_watermarks
+from sparkpoint.pipeline import (
+    MIN_WATERMARK,
+    JoinContext,
+    Pipeline,
+    ProcessJoinFunction,
+    Source,
+    TransactionalFileSink,
+    WatermarkStrategy,
+    to_json_line,
+)
+
+SHIPPED_BEFORE_MS = 1_000
+SHIPPED_WITHIN_MS = 2_000
+OUT_OF_ORDER_MS = 1_500
+LATE_ORDERS, LATE_SHIPMENTS = "late-orders", "late-shipments"
+
+
+def event_time(record: dict[str, Any]) -> int:
+    return int(record["ts"])
+
+
+def customer_of(record: dict[str, Any]) -> str:
+    return str(record["customer"])
+
+
+def as_order(click: dict[str, Any]) -> dict[str, Any]:
+    """A generated click read as an order."""
+    return {"customer": click["user"], "ts": click["ts"], "amount": click["amount"]}
+
+
+def as_shipment(click: dict[str, Any]) -> dict[str, Any]:
+    """A generated click read as a shipment (its page names the carrier)."""
+    return {"customer": click["user"], "ts": click["ts"], "carrier": click["page"]}
+
+
+class OrderShipped(ProcessJoinFunction):
+    def process_element(self, order: Any, shipment: Any, ctx: JoinContext) -> None:
+        ctx.collect(shipped(order, shipment))
+
+
+def shipped(order: dict[str, Any], shipment: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "customer": order["customer"],
+        "order_ts": order["ts"],
+        "amount": order["amount"],
+        "shipped_ts": shipment["ts"],
+        "carrier": shipment["carrier"],
+    }
+
+
+def shipments_pipeline(
+    job_id: str,
+    orders: Source,
+    shipments: Source,
+    out: str,
+    late_out: str,
+    parallelism: int = 4,
+) -> Pipeline:
+    timed = WatermarkStrategy(event_time, max_out_of_orderness_ms=OUT_OF_ORDER_MS)
+    p = Pipeline(job_id, parallelism=parallelism)
+    order_stream = p.source(orders, uid="orders").map(as_order).assign_timestamps(timed)
+    shipment_stream = p.source(shipments, uid="shipments").map(as_shipment).assign_timestamps(timed)
+    return (
+        order_stream.key_by(customer_of, key_type=str)
+        .interval_join(shipment_stream.key_by(customer_of, key_type=str))
+        .between(-SHIPPED_BEFORE_MS, SHIPPED_WITHIN_MS)
+        .side_output_left_late_data(LATE_ORDERS)
+        .side_output_right_late_data(LATE_SHIPMENTS)
+        .process(OrderShipped(), uid="shipped")
+        .sink(TransactionalFileSink(out, serialize=to_json_line))
+        .side_output(LATE_ORDERS, json_lines(f"{late_out}/orders"))
+        .side_output(LATE_SHIPMENTS, json_lines(f"{late_out}/shipments"))
+    )
+
+
+def json_lines(directory: str) -> TransactionalFileSink:
+    return TransactionalFileSink(directory, serialize=to_json_line)
+
+
+def expected_shipped(
+    orders: Iterable[tuple[str, int, dict[str, Any]]],
+    shipments: Iterable[tuple[str, int, dict[str, Any]]],
+    per_split: int,
+) -> tuple[list[str], list[str], list[str]]:
+    """Offline, sorted: the joined lines, the late orders and the late shipments. Both
+    inputs read ``per_split`` records of each split per epoch; a record read in epoch n
+    is late when its time is at or below the watermark epoch n runs under (the smallest
+    over both inputs' splits)."""
+    orders, shipments = list(orders), list(shipments)
+    marks = epoch_watermarks(
+        [(f"orders/{s}", i, r) for s, i, r in orders]
+        + [(f"shipments/{s}", i, r) for s, i, r in shipments],
+        per_split,
+        OUT_OF_ORDER_MS,
+    )
+
+    def on_time(records: list[Any], convert: Any) -> tuple[list[Any], list[str]]:
+        kept, late = [], []
+        for _, position, record in records:
+            value = convert(record)
+            if value["ts"] <= marks.get(position // per_split + 1, MIN_WATERMARK):
+                late.append(to_json_line(value))
+            else:
+                kept.append(value)
+        return kept, sorted(late)
+
+    kept_orders, late_orders = on_time(orders, as_order)
+    kept_shipments, late_shipments = on_time(shipments, as_shipment)
+    by_customer: dict[str, list[dict[str, Any]]] = {}
+    for s in kept_shipments:
+        by_customer.setdefault(s["customer"], []).append(s)
+    lines = [
+        to_json_line(shipped(o, s))
+        for o in kept_orders
+        for s in by_customer.get(o["customer"], ())
+        if o["ts"] - SHIPPED_BEFORE_MS <= s["ts"] <= o["ts"] + SHIPPED_WITHIN_MS
+    ]
+    return sorted(lines), late_orders, late_shipments
