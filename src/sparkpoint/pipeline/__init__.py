@@ -12,6 +12,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from sparkpoint.checkpoint import DistributionMode
+from sparkpoint.pipeline.api.broadcast import (
+    BroadcastContext,
+    BroadcastState,
+    KeyedBroadcastProcessFunction,
+    ReadOnlyBroadcastState,
+)
 from sparkpoint.pipeline.api.builder import Pipeline
 from sparkpoint.pipeline.api.event_time import MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy
 from sparkpoint.pipeline.api.functions import (
@@ -111,6 +117,8 @@ __all__ = [
     "MIN_WATERMARK",
     "AggregateFunction",
     "BackgroundChannel",
+    "BroadcastContext",
+    "BroadcastState",
     "CheckpointAborted",
     "CheckpointChannel",
     "CheckpointCompleted",
@@ -129,6 +137,7 @@ __all__ = [
     "KafkaSource",
     "Key",
     "KeyGroupPartitioner",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "ListState",
@@ -143,6 +152,7 @@ __all__ = [
     "ProcessJoinFunction",
     "ProcessWindowFunction",
     "RabbitMQSource",
+    "ReadOnlyBroadcastState",
     "RemoteChannel",
     "RestoreMode",
     "Restored",

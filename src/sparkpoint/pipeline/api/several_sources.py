@@ -12,13 +12,17 @@ from sparkpoint.pipeline.api.event_time import WatermarkStrategy
 from sparkpoint.pipeline.api.stages import DataFrameStage, Stage
 from sparkpoint.pipeline.sources.base import Source
 
+#: The ``side`` of a broadcast stream's source (broadcast.py).
+BROADCAST_SIDE = 2
+
 
 @dataclass(frozen=True, slots=True)
 class SourceInput:
     """One source of a pipeline of several: its uid (its offsets and watermarks are kept
     under it), the stages that run on its records only (those called on its stream
     before ``union`` or ``connect``), its watermark strategy, and the input of a
-    connected keyed function it feeds (``side`` 0, or 1: ``process_element2``)."""
+    connected keyed function it feeds (``side`` 0, or 1: ``process_element2``, or
+    ``BROADCAST_SIDE``: every subtask's ``process_broadcast_element``)."""
 
     source: Source
     uid: str
@@ -87,3 +91,30 @@ def check_sources_of_several(
                     f"key_by on source {i.uid!r} of several; a pipeline of several sources "
                     "takes per-record stages there (dataframe stages go after process)"
                 )
+
+
+def check_function_kind(job_id: str, function: Any, inputs: tuple[SourceInput, ...]) -> None:
+    """The first keyed function fits its inputs: a KeyedCoProcessFunction for two
+    connected keyed streams, a KeyedBroadcastProcessFunction for a keyed stream connected
+    to a broadcast one, and neither for one stream."""
+    from sparkpoint.pipeline.api.broadcast import KeyedBroadcastProcessFunction
+    from sparkpoint.pipeline.api.functions import KeyedCoProcessFunction
+
+    sides = {i.side for i in inputs}
+    connected, broadcast = 1 in sides, BROADCAST_SIDE in sides
+    if connected and not isinstance(function, KeyedCoProcessFunction):
+        raise TypeError(
+            f"pipeline {job_id}: connected streams go into a KeyedCoProcessFunction "
+            f"(process_element1/process_element2), not {type(function).__name__}"
+        )
+    if not connected and isinstance(function, KeyedCoProcessFunction):
+        raise TypeError(
+            f"pipeline {job_id}: {type(function).__name__} is a "
+            "KeyedCoProcessFunction: it takes two streams, a.key_by(…).connect(b.key_by(…))"
+        )
+    if not broadcast and isinstance(function, KeyedBroadcastProcessFunction):
+        raise TypeError(
+            f"pipeline {job_id}: {type(function).__name__} is a KeyedBroadcastProcessFunction: "
+            "it takes a keyed stream connected to a broadcast one, "
+            "keyed.connect(stream.broadcast(MapStateDescriptor(…)))"
+        )
