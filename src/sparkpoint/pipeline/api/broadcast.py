@@ -30,7 +30,12 @@ from sparkpoint.pipeline.api.operator_state import (
     OperatorListStateDescriptor,
     OperatorStateStore,
 )
-from sparkpoint.pipeline.api.several_sources import BROADCAST_SIDE
+from sparkpoint.pipeline.api.several_sources import (
+    BROADCAST_SIDE,
+    check_mergeable,
+    folded_inputs,
+    merged_into,
+)
 from sparkpoint.statefiles.keys import Key
 
 if TYPE_CHECKING:
@@ -191,8 +196,8 @@ class BroadcastStream:
 
     def connected_to(self, keyed: Pipeline) -> BroadcastConnectedStream:
         job = keyed.job_id
-        keyed._check_mergeable(self.stream, "connect", "the broadcast stream")
-        keyed._check_mergeable(keyed, "connect", "this stream")
+        check_mergeable(keyed, self.stream, "connect", "the broadcast stream")
+        check_mergeable(keyed, keyed, "connect", "this stream")
         if keyed.key_selector is None:
             raise ValueError(
                 f"pipeline {job}: a broadcast stream connects to a keyed stream: "
@@ -200,8 +205,8 @@ class BroadcastStream:
             )
         if keyed.second_key_selector is not None:
             raise ValueError(f"pipeline {job}: a connected stream cannot connect again")
-        inputs = (*keyed._folded_inputs(0), *self.stream._folded_inputs(BROADCAST_SIDE))
-        merged = keyed._merged_into(inputs, "connect")
+        inputs = (*folded_inputs(keyed, 0), *folded_inputs(self.stream, BROADCAST_SIDE))
+        merged = merged_into(keyed, inputs, "connect")
         pipeline = replace(merged, key_selector=keyed.key_selector, key_type=keyed.key_type)
         return BroadcastConnectedStream(pipeline, self.descriptors)
 

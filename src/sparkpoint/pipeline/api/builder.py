@@ -35,8 +35,10 @@ from sparkpoint.pipeline.api.several_sources import (
     SourceInput,
     TypedKey,
     check_function_kind,
+    check_mergeable,
     check_sources_of_several,
-    check_unique_uids,
+    folded_inputs,
+    merged_into,
     typed_key,
 )
 from sparkpoint.pipeline.api.stages import (
@@ -193,15 +195,15 @@ class Pipeline:
         of the sources' (not an idle one's: ``WatermarkStrategy.idle_timeout_ms``)."""
         streams = (self, *others)
         for n, stream in enumerate(streams):
-            self._check_mergeable(stream, "union", "stream" if n == 0 else f"stream {n + 1}")
+            check_mergeable(self, stream, "union", "stream" if n == 0 else f"stream {n + 1}")
             if stream.key_selector is not None:
                 raise ValueError(
                     f"pipeline {self.job_id}: union takes streams before key_by "
                     f"({'this stream' if n == 0 else f'stream {n + 1}'} is keyed); "
                     "call key_by after union"
                 )
-        inputs = tuple(i for stream in streams for i in stream._folded_inputs(0))
-        return self._merged_into(inputs, "union")
+        inputs = tuple(i for stream in streams for i in folded_inputs(stream, 0))
+        return merged_into(self, inputs, "union")
 
     @overload
     def connect(self, other: Pipeline) -> Pipeline: ...
@@ -217,7 +219,7 @@ class Pipeline:
         if isinstance(other, BroadcastStream):
             return other.connected_to(self)
         for stream, which in ((self, "this stream"), (other, "the connected stream")):
-            self._check_mergeable(stream, "connect", which)
+            check_mergeable(self, stream, "connect", which)
             if stream.key_selector is None:
                 raise ValueError(
                     f"pipeline {self.job_id}: connect joins two keyed streams, and {which} "
@@ -236,8 +238,8 @@ class Pipeline:
         if key_type is not None:  # one side declared it: the other's keys must be of it too
             first = typed_key(first, key_type, f"pipeline {self.job_id}, first input")
             second = typed_key(second, key_type, f"pipeline {self.job_id}, second input")
-        inputs = (*self._folded_inputs(0), *other._folded_inputs(1))
-        merged = self._merged_into(inputs, "connect")
+        inputs = (*folded_inputs(self, 0), *folded_inputs(other, 1))
+        merged = merged_into(self, inputs, "connect")
         return replace(merged, key_selector=first, second_key_selector=second, key_type=key_type)
 
     def broadcast(self, *descriptors: MapStateDescriptor[Any, Any]) -> BroadcastStream:
@@ -251,49 +253,6 @@ class Pipeline:
         from sparkpoint.pipeline.api.joins import IntervalJoin
 
         return IntervalJoin(self.connect(other))
-
-    def _check_mergeable(self, stream: Pipeline, verb: str, which: str) -> None:
-        if not isinstance(stream, Pipeline):
-            raise TypeError(f"pipeline {self.job_id}: {verb} takes pipelines, got {stream!r}")
-        if stream.job_id != self.job_id or stream.parallelism != self.parallelism:
-            raise ValueError(
-                f"pipeline {self.job_id}: {verb} of streams of different pipelines "
-                f"({stream.job_id!r} at parallelism {stream.parallelism}, "
-                f"{self.job_id!r} at {self.parallelism}): build both from one Pipeline"
-            )
-        if not stream.inputs:
-            raise ValueError(f"pipeline {self.job_id}: {verb}: {which} has no source")
-        if stream.function is not None:
-            raise ValueError(
-                f"pipeline {self.job_id}: {verb} takes streams of sources; {which} has a "
-                "keyed function already (only sources can be merged for now)"
-            )
-
-    def _folded_inputs(self, side: int) -> tuple[SourceInput, ...]:
-        """This stream's inputs with the stages called on it so far (and its watermark
-        strategy) made their own, feeding ``side`` of a connected function."""
-        return tuple(
-            replace(
-                i,
-                stages=(*i.stages, *self.pre_key_stages),
-                watermark_strategy=i.watermark_strategy or self.watermark_strategy,
-                side=side,
-            )
-            for i in self.inputs
-        )
-
-    def _merged_into(self, inputs: tuple[SourceInput, ...], verb: str) -> Pipeline:
-        check_unique_uids(self.job_id, inputs, verb)
-        strategy = next((i.watermark_strategy for i in inputs if i.watermark_strategy), None)
-        return replace(
-            self,
-            source_op=None,
-            merged=inputs,
-            pre_key_stages=(),
-            watermark_strategy=strategy,
-            key_selector=None,
-            key_type=None,
-        )
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)

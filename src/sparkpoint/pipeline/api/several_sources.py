@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.api.event_time import WatermarkStrategy
 from sparkpoint.pipeline.api.stages import DataFrameStage, Stage
 from sparkpoint.pipeline.sources.base import Source
+
+if TYPE_CHECKING:
+    from sparkpoint.pipeline.api.builder import Pipeline
 
 #: The ``side`` of a broadcast stream's source (broadcast.py).
 BROADCAST_SIDE = 2
@@ -118,3 +121,55 @@ def check_function_kind(job_id: str, function: Any, inputs: tuple[SourceInput, .
             "it takes a keyed stream connected to a broadcast one, "
             "keyed.connect(stream.broadcast(MapStateDescriptor(…)))"
         )
+
+
+def check_mergeable(into: Pipeline, stream: Pipeline, verb: str, which: str) -> None:
+    """``stream`` (``which``) may be merged into ``into`` by ``verb``: a stream of
+    sources of the same pipeline."""
+    from sparkpoint.pipeline.api.builder import Pipeline
+
+    job = into.job_id
+    if not isinstance(stream, Pipeline):
+        raise TypeError(f"pipeline {job}: {verb} takes pipelines, got {stream!r}")
+    if stream.job_id != job or stream.parallelism != into.parallelism:
+        raise ValueError(
+            f"pipeline {job}: {verb} of streams of different pipelines "
+            f"({stream.job_id!r} at parallelism {stream.parallelism}, "
+            f"{job!r} at {into.parallelism}): build both from one Pipeline"
+        )
+    if not stream.inputs:
+        raise ValueError(f"pipeline {job}: {verb}: {which} has no source")
+    if stream.function is not None:
+        raise ValueError(
+            f"pipeline {job}: {verb} takes streams of sources; {which} has a "
+            "keyed function already (only sources can be merged for now)"
+        )
+
+
+def folded_inputs(stream: Pipeline, side: int) -> tuple[SourceInput, ...]:
+    """``stream``'s inputs with the stages called on it so far (and its watermark
+    strategy) made their own, feeding ``side`` of a connected function."""
+    return tuple(
+        replace(
+            i,
+            stages=(*i.stages, *stream.pre_key_stages),
+            watermark_strategy=i.watermark_strategy or stream.watermark_strategy,
+            side=side,
+        )
+        for i in stream.inputs
+    )
+
+
+def merged_into(stream: Pipeline, inputs: tuple[SourceInput, ...], verb: str) -> Pipeline:
+    """``stream`` made a stream of the sources ``inputs`` (not keyed yet)."""
+    check_unique_uids(stream.job_id, inputs, verb)
+    strategy = next((i.watermark_strategy for i in inputs if i.watermark_strategy), None)
+    return replace(
+        stream,
+        source_op=None,
+        merged=inputs,
+        pre_key_stages=(),
+        watermark_strategy=strategy,
+        key_selector=None,
+        key_type=None,
+    )
