@@ -1,4 +1,5 @@
-"""Orders ⋈ shipments within an interval: an event-time interval join.
+"""Orders ⋈ shipments within an interval (an event-time interval join), or in the same
+window (a window join).
 
 Each customer's orders (the left input) are matched with that customer's shipments (the
 right input) dispatched from ``SHIPPED_BEFORE_MS`` before the order (a shipment of an
@@ -7,8 +8,13 @@ to ``OUT_OF_ORDER_MS``, and some records come far too late: a late order or ship
 joins nothing and goes to a side output of its own (``late-orders``,
 ``late-shipments``).
 
-:func:`expected_shipped` computes the same lines and late records offline, from the
-same records and the epochs they are read in (watermarks move at epoch boundaries).
+The window join (:func:`window_shipments_pipeline`) matches each customer's orders and
+shipments of the same tumbling or sliding window instead; a record too late for all
+its windows goes to the side output ``late``.
+
+:func:`expected_shipped` and :func:`expected_window_shipped` compute the same lines and
+late records offline, from the same records and the epochs they are read in
+(watermarks move at epoch boundaries).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from sparkpoint.examples.sessions import epoch_watermarks
 from sparkpoint.pipeline import (
+    LATE,
     MIN_WATERMARK,
     JoinContext,
     Pipeline,
@@ -25,6 +32,7 @@ from sparkpoint.pipeline import (
     Source,
     TransactionalFileSink,
     WatermarkStrategy,
+    WindowAssigner,
     to_json_line,
 )
 
@@ -55,6 +63,12 @@ def as_shipment(click: dict[str, Any]) -> dict[str, Any]:
 class OrderShipped(ProcessJoinFunction):
     def process_element(self, order: Any, shipment: Any, ctx: JoinContext) -> None:
         ctx.collect(shipped(order, shipment))
+
+
+class ShippedInWindow(ProcessJoinFunction):
+    def process_element(self, order: Any, shipment: Any, ctx: JoinContext) -> None:
+        assert ctx.window is not None
+        ctx.collect({**shipped(order, shipment), "window": ctx.window.start})
 
 
 def shipped(order: dict[str, Any], shipment: dict[str, Any]) -> dict[str, Any]:
@@ -96,28 +110,58 @@ def json_lines(directory: str) -> TransactionalFileSink:
     return TransactionalFileSink(directory, serialize=to_json_line)
 
 
-def expected_shipped(
-    orders: Iterable[tuple[str, int, dict[str, Any]]],
-    shipments: Iterable[tuple[str, int, dict[str, Any]]],
-    per_split: int,
-) -> tuple[list[str], list[str], list[str]]:
-    """Offline, sorted: the joined lines, the late orders and the late shipments. Both
-    inputs read ``per_split`` records of each split per epoch; a record read in epoch n
-    is late when its time is at or below the watermark epoch n runs under (the smallest
-    over both inputs' splits)."""
-    orders, shipments = list(orders), list(shipments)
+def window_shipments_pipeline(
+    job_id: str,
+    orders: Source,
+    shipments: Source,
+    out: str,
+    late_out: str,
+    assigner: WindowAssigner,
+    parallelism: int = 4,
+) -> Pipeline:
+    timed = WatermarkStrategy(event_time, max_out_of_orderness_ms=OUT_OF_ORDER_MS)
+    p = Pipeline(job_id, parallelism=parallelism)
+    order_stream = p.source(orders, uid="orders").map(as_order).assign_timestamps(timed)
+    shipment_stream = p.source(shipments, uid="shipments").map(as_shipment).assign_timestamps(timed)
+    return (
+        order_stream.key_by(customer_of, key_type=str)
+        .window_join(shipment_stream.key_by(customer_of, key_type=str))
+        .window(assigner)
+        .apply(ShippedInWindow(), uid="shipped")
+        .sink(json_lines(out))
+        .side_output(LATE, json_lines(late_out))
+    )
+
+
+Records = Iterable[tuple[str, int, dict[str, Any]]]
+
+
+def _watermarks(orders: list[Any], shipments: list[Any], per_split: int) -> Any:
+    """The watermark of the epoch that reads a record at ``position``: the smallest over
+    both inputs' splits (both read ``per_split`` records of each split per epoch)."""
     marks = epoch_watermarks(
         [(f"orders/{s}", i, r) for s, i, r in orders]
         + [(f"shipments/{s}", i, r) for s, i, r in shipments],
         per_split,
         OUT_OF_ORDER_MS,
     )
+    return lambda position: marks.get(position // per_split + 1, MIN_WATERMARK)
+
+
+def expected_shipped(
+    orders: Records, shipments: Records, per_split: int
+) -> tuple[list[str], list[str], list[str]]:
+    """Offline, sorted: the joined lines, the late orders and the late shipments of the
+    interval join. A record read in epoch n is late when its time is at or below the
+    watermark epoch n runs under."""
+    orders, shipments = list(orders), list(shipments)
+    mark = _watermarks(orders, shipments, per_split)
 
     def on_time(records: list[Any], convert: Any) -> tuple[list[Any], list[str]]:
         kept, late = [], []
         for _, position, record in records:
             value = convert(record)
-            if value["ts"] <= marks.get(position // per_split + 1, MIN_WATERMARK):
+            if value["ts"] <= mark(position):
                 late.append(to_json_line(value))
             else:
                 kept.append(value)
@@ -135,3 +179,30 @@ def expected_shipped(
         if o["ts"] - SHIPPED_BEFORE_MS <= s["ts"] <= o["ts"] + SHIPPED_WITHIN_MS
     ]
     return sorted(lines), late_orders, late_shipments
+
+
+def expected_window_shipped(
+    orders: Records, shipments: Records, per_split: int, assigner: WindowAssigner
+) -> tuple[list[str], list[str]]:
+    """Offline, sorted: the lines of the window join and the late records of both
+    inputs. A record read in epoch n is in each of its windows that had not fired by
+    then (whose last ms is above the watermark of epoch n); in none: it is late."""
+    orders, shipments = list(orders), list(shipments)
+    mark = _watermarks(orders, shipments, per_split)
+    windows: dict[tuple[str, int], tuple[list[Any], list[Any]]] = {}
+    late = []
+    for side, (records, convert) in enumerate(((orders, as_order), (shipments, as_shipment))):
+        for _, position, record in records:
+            value = convert(record)
+            taken = [w for w in assigner.assign(value["ts"]) if w.max_timestamp > mark(position)]
+            for w in taken:
+                windows.setdefault((value["customer"], w.start), ([], []))[side].append(value)
+            if not taken:
+                late.append(to_json_line(value))
+    lines = [
+        to_json_line({**shipped(o, s), "window": start})
+        for (_, start), (in_orders, in_shipments) in windows.items()
+        for o in in_orders
+        for s in in_shipments
+    ]
+    return sorted(lines), sorted(late)

@@ -1,8 +1,9 @@
 """Joins of two keyed streams on real Spark (local mode): what the sinks commit — the
-joined pairs and the late records of each side — equals an offline computation of the
-same out-of-order inputs with late records, uninterrupted and across a savepoint at
-parallelism 4 restored at 3, on both state backends. Bad joins are refused with errors
-that name what is wrong."""
+joined pairs and the late records — equals an offline computation of the same
+out-of-order inputs with late records, for the interval join and the window join
+(tumbling and sliding), uninterrupted and across a savepoint at parallelism 4 restored
+at 3, on both state backends. Bad joins are refused with errors that name what is
+wrong."""
 
 from __future__ import annotations
 
@@ -15,13 +16,18 @@ from sparkpoint.examples.shipments import (
     OrderShipped,
     customer_of,
     expected_shipped,
+    expected_window_shipped,
     shipments_pipeline,
+    window_shipments_pipeline,
 )
 from sparkpoint.pipeline import (
     ClickEventSource,
+    EventTimeSessionWindows,
     KeyedCoProcessFunction,
     Pipeline,
+    SlidingEventTimeWindows,
     TransactionalFileSink,
+    TumblingEventTimeWindows,
     WatermarkStrategy,
 )
 from tests.pipeline import support
@@ -92,7 +98,38 @@ def test_interval_join_restored_at_another_parallelism_equals_the_offline_join(
     check_against_offline(tmp_path)
 
 
-def test_bad_interval_joins_are_refused_with_what_is_wrong() -> None:
+@pytest.mark.parametrize(
+    ("assigner", "backend", "restored_at"),
+    [
+        (TumblingEventTimeWindows(size_ms=2_000), "memory", None),
+        (SlidingEventTimeWindows(size_ms=2_000, slide_ms=1_000), "rocksdb", 3),
+    ],
+    ids=["tumbling", "sliding-restored"],
+)
+def test_window_join_equals_the_offline_join(
+    spark: Any, tmp_path: Path, assigner: Any, backend: str, restored_at: int | None
+) -> None:
+    def window_join(parallelism: int) -> Pipeline:
+        return window_shipments_pipeline(
+            "window-join", orders(), shipments(), str(tmp_path / "out"),
+            str(tmp_path / "late"), assigner, parallelism,
+        ).with_state_backend(backend)  # fmt: skip
+
+    savepoint = None
+    if restored_at is not None:
+        savepoint = support.savepoint_after(spark, window_join(4), tmp_path, 2)
+    support.run_to_end(
+        spark, window_join(restored_at or 4), tmp_path / "ckpt2", restore_from=savepoint
+    )
+    lines, late = expected_window_shipped(
+        orders().all_records(), shipments().all_records(), PER_EPOCH // SPLITS, assigner
+    )
+    got = committed(tmp_path / "out")
+    assert len(got) > 1_000 and got == lines
+    assert late and committed(tmp_path / "late") == late
+
+
+def test_bad_joins_are_refused_with_what_is_wrong() -> None:
     p = Pipeline("bad", parallelism=2)
     timed = WatermarkStrategy(lambda r: r["ts"])
     a = p.source(orders(), uid="a").assign_timestamps(timed).key_by(customer_of)
@@ -110,3 +147,7 @@ def test_bad_interval_joins_are_refused_with_what_is_wrong() -> None:
         a.interval_join(untimed).between(0, 1).process(OrderShipped())
     with pytest.raises(ValueError, match="is not keyed: call key_by on both"):
         a.interval_join(p.source(shipments(), uid="d")).between(0, 1)
+    with pytest.raises(ValueError, match="takes tumbling or sliding windows, not Event"):
+        a.window_join(b).window(EventTimeSessionWindows(gap_ms=10))
+    with pytest.raises(TypeError, match="a window join takes a ProcessJoinFunction"):
+        a.window_join(b).window(TumblingEventTimeWindows(10)).apply(lambda o, s: o)  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ from sparkpoint.pipeline.state.backend import StateBackend, default_state_backen
 from sparkpoint.statefiles import default_max_parallelism
 
 if TYPE_CHECKING:
-    from sparkpoint.pipeline.api.joins import IntervalJoin
+    from sparkpoint.pipeline.api.joins import IntervalJoin, WindowJoin
     from sparkpoint.pipeline.api.keyed_state import MapStateDescriptor
     from sparkpoint.pipeline.api.windows import (
         AggregateFunction,
@@ -253,6 +253,13 @@ class Pipeline:
         from sparkpoint.pipeline.api.joins import IntervalJoin
 
         return IntervalJoin(self.connect(other))
+
+    def window_join(self, other: Pipeline) -> WindowJoin:
+        """This keyed stream (left) joined with keyed ``other`` (right) in event-time
+        windows: ``.window(assigner).apply(ProcessJoinFunction)`` (joins.py)."""
+        from sparkpoint.pipeline.api.joins import WindowJoin
+
+        return WindowJoin(self.connect(other))
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)

@@ -30,6 +30,7 @@ from sparkpoint.pipeline.api.functions import (
     TimerContext,
 )
 from sparkpoint.pipeline.api.keyed_state import MapStateDescriptor
+from sparkpoint.pipeline.api.windows import LATE, TimeWindow, WindowAssigner
 from sparkpoint.statefiles.keys import Key
 
 if TYPE_CHECKING:
@@ -37,18 +38,24 @@ if TYPE_CHECKING:
 
 
 class JoinContext:
-    """Given to :meth:`ProcessJoinFunction.process_element`: the pair's key and
-    timestamps; ``collect`` emits a value carrying ``timestamp`` (the larger of the
-    two), ``output`` sends one to a side output."""
+    """Given to :meth:`ProcessJoinFunction.process_element`: the pair's key, timestamps
+    and (window join) window; ``collect`` emits a value carrying ``timestamp``,
+    ``output`` sends one to a side output."""
 
     def __init__(self) -> None:
         self.current_key: Key = None
         self.left_timestamp = 0
         self.right_timestamp = 0
+        #: The window of a window join's pair (None in an interval join).
+        self.window: TimeWindow | None = None
         self._ctx: Context | None = None
 
     @property
     def timestamp(self) -> int:
+        """What outputs carry: the window's last ms in a window join, else the larger
+        of the pair's timestamps."""
+        if self.window is not None:
+            return self.window.max_timestamp
         return max(self.left_timestamp, self.right_timestamp)
 
     def _context(self) -> Context:
@@ -149,19 +156,47 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
         ctx.register_event_time_timer(until)
 
     def _join(self, key: Key, left: tuple[Any, int], right: tuple[Any, int], ctx: Context) -> None:
-        join_ctx = self.join_ctx
-        join_ctx._ctx, join_ctx.current_key = ctx, key
-        join_ctx.left_timestamp, join_ctx.right_timestamp = left[1], right[1]
-        record_ts, ctx.timestamp = ctx.timestamp, join_ctx.timestamp  # what outputs carry
-        try:
-            self.function.process_element(left[0], right[0], join_ctx)
-        finally:
-            ctx.timestamp = record_ts
+        join_pair(self.function, self.join_ctx, ctx, key, left, right, None)
 
     def on_timer(self, timestamp: int, key: Key, ctx: TimerContext) -> None:
         # One timer time may end the wait of a left and of a right timestamp.
         self.left.remove(timestamp - self.upper_ms)
         self.right.remove(timestamp + self.lower_ms)
+
+
+def join_pair(
+    function: ProcessJoinFunction,
+    join_ctx: JoinContext,
+    ctx: Context,
+    key: Key,
+    left: tuple[Any, int],
+    right: tuple[Any, int],
+    window: TimeWindow | None,
+) -> None:
+    """Hands the pair (each ``(value, timestamp)``) to ``function``; what it collects
+    carries ``join_ctx.timestamp``."""
+    join_ctx._ctx, join_ctx.current_key, join_ctx.window = ctx, key, window
+    join_ctx.left_timestamp, join_ctx.right_timestamp = left[1], right[1]
+    record_ts, ctx.timestamp = ctx.timestamp, join_ctx.timestamp
+    try:
+        function.process_element(left[0], right[0], join_ctx)
+    finally:
+        ctx.timestamp = record_ts
+
+
+def check_join_function(connected: Pipeline, function: Any, join: str) -> None:
+    """A join takes a ProcessJoinFunction, and both its inputs carry event time."""
+    job = connected.job_id
+    if not isinstance(function, ProcessJoinFunction):
+        raise TypeError(
+            f"pipeline {job}: {join} takes a ProcessJoinFunction, got {type(function).__name__}"
+        )
+    untimed = [i.uid for i in connected.inputs if i.watermark_strategy is None]
+    if untimed:
+        raise ValueError(
+            f"pipeline {job}: {join} needs event time, and sources {untimed} "
+            "have none: assign_timestamps(WatermarkStrategy(…)) on both inputs"
+        )
 
 
 class IntervalJoin:
@@ -207,24 +242,107 @@ class IntervalJoined:
 
     def process(self, function: ProcessJoinFunction, *, uid: str | None = None) -> Pipeline:
         """The join, as the keyed stage ``uid`` (default ``interval-join``)."""
-        job = self.connected.job_id
-        if not isinstance(function, ProcessJoinFunction):
-            raise TypeError(
-                f"pipeline {job}: an interval join takes a ProcessJoinFunction, "
-                f"got {type(function).__name__}"
-            )
+        check_join_function(self.connected, function, "an interval join")
         lower = self.lower_ms + 1 if self.lower_exclusive else self.lower_ms
         upper = self.upper_ms - 1 if self.upper_exclusive else self.upper_ms
         if lower > upper:
             raise ValueError(
-                f"pipeline {job}: interval join bounds [{lower}, {upper}] (exclusive bounds "
-                "moved in by 1 ms) are empty: the lower bound must not exceed the upper"
-            )
-        untimed = [i.uid for i in self.connected.inputs if i.watermark_strategy is None]
-        if untimed:
-            raise ValueError(
-                f"pipeline {job}: an interval join needs event time, and sources {untimed} "
-                "have none: assign_timestamps(WatermarkStrategy(…)) on both inputs"
+                f"pipeline {self.connected.job_id}: interval join bounds [{lower}, {upper}] "
+                "(exclusive bounds moved in by 1 ms) are empty: the lower bound must not "
+                "exceed the upper"
             )
         operator = IntervalJoinOperator(function, lower, upper, self.left_late, self.right_late)
         return self.connected.process(operator, uid=uid or "interval-join")
+
+
+#: A key's windows of a window join: ``(start, end)`` → ``([left], [right])``, each
+#: record as ``(value, timestamp)``.
+WINDOW_BUFFER: MapStateDescriptor[tuple[int, int], Any] = MapStateDescriptor("window-join")
+
+
+class WindowJoinOperator(KeyedCoProcessFunction):
+    """The connected keyed function a window join runs as: each record waits in every
+    window it belongs to; when the watermark passes a window's last ms, every left
+    record of it is joined with every right one, and the window is dropped. A record
+    too late for all its windows goes to the side output ``"late"``."""
+
+    def __init__(self, function: ProcessJoinFunction, assigner: WindowAssigner) -> None:
+        self.function = function
+        self.assigner = assigner
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.windows = ctx.get_map_state(WINDOW_BUFFER)
+        self.join_ctx = JoinContext()
+        self.function.open(ctx)
+
+    def process_element1(self, key: Key, value: Any, ctx: Context) -> None:
+        self._add(value, ctx, 0)
+
+    def process_element2(self, key: Key, value: Any, ctx: Context) -> None:
+        self._add(value, ctx, 1)
+
+    def _add(self, value: Any, ctx: Context, side: int) -> None:
+        ts = ctx.timestamp
+        if ts is None:
+            raise RuntimeError(
+                "a window join needs event time: give both inputs "
+                "assign_timestamps(WatermarkStrategy(…))"
+            )
+        watermark = ctx.current_watermark()
+        taken = False
+        for window in self.assigner.assign(ts):
+            if window.max_timestamp <= watermark:
+                continue  # fired already
+            taken = True
+            bounds = (window.start, window.end)
+            sides = self.windows.get(bounds) or ([], [])
+            sides[side].append((value, ts))
+            self.windows.put(bounds, sides)
+            ctx.register_event_time_timer(window.max_timestamp)
+        if not taken:
+            ctx.output(LATE, value)
+
+    def on_timer(self, timestamp: int, key: Key, ctx: TimerContext) -> None:
+        for bounds in sorted(self.windows.keys()):
+            window = TimeWindow(*bounds)
+            if window.max_timestamp > timestamp:
+                continue
+            lefts, rights = self.windows.get(bounds)
+            for left in lefts:
+                for right in rights:
+                    join_pair(self.function, self.join_ctx, ctx, key, left, right, window)
+            self.windows.remove(bounds)
+
+
+class WindowJoin:
+    """``a.key_by(…).window_join(b.key_by(…))``: give the windows with :meth:`window`."""
+
+    def __init__(self, connected: Pipeline) -> None:
+        self._connected = connected
+
+    def window(self, assigner: WindowAssigner) -> WindowJoined:
+        """Tumbling or sliding event-time windows (a pair joins in each window both
+        records are in)."""
+        if not isinstance(assigner, WindowAssigner):
+            raise TypeError(f"window join takes a window assigner, got {assigner!r}")
+        if assigner.merging:
+            raise ValueError(
+                f"pipeline {self._connected.job_id}: a window join takes tumbling or sliding "
+                f"windows, not {type(assigner).__name__} (its windows merge)"
+            )
+        return WindowJoined(self._connected, assigner)
+
+
+@dataclass(frozen=True)
+class WindowJoined:
+    """A window join with its windows: ``apply`` ends it."""
+
+    connected: Pipeline
+    assigner: WindowAssigner
+
+    def apply(self, function: ProcessJoinFunction, *, uid: str | None = None) -> Pipeline:
+        """The join, as the keyed stage ``uid`` (default ``window-join``); late records
+        of either side go to the side output ``"late"`` (``Pipeline.side_output``)."""
+        check_join_function(self.connected, function, "a window join")
+        operator = WindowJoinOperator(function, self.assigner)
+        return self.connected.process(operator, uid=uid or "window-join")
