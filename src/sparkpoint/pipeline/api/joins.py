@@ -11,6 +11,11 @@ its outputs carry. A record at or below the watermark its epoch runs under is la
 joins nothing, and goes to a side output when one is named for its side (else it is
 dropped, as in Flink).
 
+*Window join* (Flink's ``join(…).window(…)``): the left and right records of a key in
+the same tumbling or sliding window are joined, every pair once per window, when the
+watermark passes the window's last ms; a record too late for all its windows goes to
+the side output ``"late"`` as in a window.
+
 >>> joined = (orders.key_by(lambda o: o["customer"])                   # doctest: +SKIP
 ...           .interval_join(shipments.key_by(lambda s: s["customer"]))
 ...           .between(0, 3_600_000)

@@ -1,6 +1,6 @@
 """One epoch of the keyed function, whatever holds the state (state/memory/tasks.py,
-state/rocksdb/tasks.py): the lifecycle calls, the due timers, then the records, and the
-result elements it makes.
+state/rocksdb/tasks.py): the lifecycle calls, a broadcast stream's records (api/broadcast.py),
+the due timers, then the records, and the result elements it makes.
 """
 
 from __future__ import annotations
@@ -89,8 +89,9 @@ def run_function(
     index: int,
     records: list[tuple[Any, Any, Any]],
 ) -> EpochRun:
-    """One epoch of the keyed function: due timers in timestamp order, then ``records``
-    (sorted ``(order, key, record)``)."""
+    """One epoch of the keyed function: the broadcast records among ``records`` (key
+    ``Slot``), due timers in timestamp order, then the keyed ``records`` (sorted
+    ``(order, key, record)``)."""
     fn = task.function
     clock = task.time
     fn.initialize_state(InitializationContext(store, index, task.parallelism))
