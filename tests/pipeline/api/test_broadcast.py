@@ -1,10 +1,10 @@
 """Broadcast state on real Spark (local mode): payments keyed by user checked against
 rules broadcast to every subtask. Every payment is checked against exactly the rules
 read up to its epoch — a rule change takes effect at one epoch for every key — as an
-offline computation says; the broadcast state is the same map on every subtask, in a
-savepoint at parallelism 4 and in the last checkpoint after a restore at 3 and at 6,
-on both backends. Bad broadcast pipelines are refused with errors that name what is
-wrong."""
+offline computation says; the broadcast state is the same map on every subtask, at
+parallelism 4, after a restore at 3 and after one at 6 (in each savepoint and the last
+checkpoint), and the output exact, on both backends. Bad broadcast pipelines are
+refused with errors that name what is wrong."""
 
 from __future__ import annotations
 
@@ -97,25 +97,28 @@ def test_every_key_checks_against_the_rules_of_its_epoch(spark: Any, tmp_path: P
     assert sorted(final) == [0, 1, 2, 3] and all(m == limits for m in final.values())
 
 
-@pytest.mark.parametrize(("backend", "rescaled"), [("memory", 3), ("rocksdb", 6)])
-def test_broadcast_state_restored_to_every_subtask_at_another_parallelism(
-    spark: Any, tmp_path: Path, backend: str, rescaled: int
+@pytest.mark.parametrize("backend", ["memory", "rocksdb"])
+def test_broadcast_state_on_every_subtask_through_a_rescale_4_3_6(
+    spark: Any, tmp_path: Path, backend: str
 ) -> None:
+    # Epochs 1-2 at parallelism 4, epoch 3 at 3, epoch 4 and the end at 6: after each,
+    # every subtask holds the map the rules read so far make.
     out = tmp_path / "out"
-    p4 = fraud_pipeline("fraud-rescale", payments(), rules(), str(out), 4)
-    savepoint = support.savepoint_after(spark, p4.with_state_backend(backend), tmp_path, 1)
-    saved = broadcast_state_per_subtask(savepoint)
-    assert sorted(saved) == [0, 1, 2, 3]
-    assert all(m == rules_read(savepoint) for m in saved.values()) and saved[0]
 
-    p = fraud_pipeline("fraud-rescale", payments(), rules(), str(out), rescaled)
-    support.run_to_end(
-        spark, p.with_state_backend(backend), tmp_path / "ckpt2", restore_from=savepoint
-    )
+    def fraud(parallelism: int) -> Pipeline:
+        p = fraud_pipeline("fraud-rescale", payments(), rules(), str(out), parallelism)
+        return p.with_state_backend(backend)
+
+    at4 = support.savepoint_after(spark, fraud(4), tmp_path / "4", 1)
+    at3 = support.savepoint_after(spark, fraud(3), tmp_path / "3", 0, restore_from=at4)
+    support.run_to_end(spark, fraud(6), tmp_path / "6", restore_from=at3)
+    for pointer, parallelism in ((at4, 4), (at3, 3), (str(tmp_path / "6" / "fraud-rescale"), 6)):
+        maps = broadcast_state_per_subtask(pointer)
+        assert sorted(maps) == list(range(parallelism))
+        assert all(m == rules_read(pointer) for m in maps.values()) and maps[0], pointer
     lines, limits = expected()
+    assert rules_read(str(tmp_path / "6" / "fraud-rescale")) == limits
     assert committed(out) == lines
-    final = broadcast_state_per_subtask(str(tmp_path / "ckpt2" / "fraud-rescale"))
-    assert sorted(final) == list(range(rescaled)) and all(m == limits for m in final.values())
 
 
 def test_bad_broadcast_pipelines_are_refused_with_what_is_wrong() -> None:

@@ -1,9 +1,9 @@
 """Joins of two keyed streams on real Spark (local mode): what the sinks commit — the
 joined pairs and the late records — equals an offline computation of the same
 out-of-order inputs with late records, for the interval join and the window join
-(tumbling and sliding), uninterrupted and across a savepoint at parallelism 4 restored
-at 3, on both state backends. Bad joins are refused with errors that name what is
-wrong."""
+(tumbling and sliding), uninterrupted and across savepoints restored at another
+parallelism (4 → 3 → 6 for the interval join), on both state backends. Bad joins are
+refused with errors that name what is wrong."""
 
 from __future__ import annotations
 
@@ -88,13 +88,16 @@ def test_interval_join_equals_the_offline_join(spark: Any, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("backend", ["memory", "rocksdb"])
-def test_interval_join_restored_at_another_parallelism_equals_the_offline_join(
+def test_interval_join_rescaled_4_3_6_equals_the_offline_join(
     spark: Any, tmp_path: Path, backend: str
 ) -> None:
-    savepoint = support.savepoint_after(spark, pipeline(tmp_path, 4, backend), tmp_path, 2)
-    support.run_to_end(
-        spark, pipeline(tmp_path, 3, backend), tmp_path / "ckpt3", restore_from=savepoint
+    # Epochs 1-2 at parallelism 4, epoch 3 at 3, epoch 4 and the end at 6: each stop a
+    # savepoint the next run restores at another parallelism.
+    at4 = support.savepoint_after(spark, pipeline(tmp_path, 4, backend), tmp_path / "4", 1)
+    at3 = support.savepoint_after(
+        spark, pipeline(tmp_path, 3, backend), tmp_path / "3", 0, restore_from=at4
     )
+    support.run_to_end(spark, pipeline(tmp_path, 6, backend), tmp_path / "6", restore_from=at3)
     check_against_offline(tmp_path)
 
 
