@@ -81,6 +81,20 @@ def shipped(order: dict[str, Any], shipment: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def keyed_inputs(
+    job_id: str, orders: Source, shipments: Source, parallelism: int
+) -> tuple[Pipeline, Pipeline]:
+    """The orders and the shipments of one pipeline, with event time, keyed by customer."""
+    timed = WatermarkStrategy(event_time, max_out_of_orderness_ms=OUT_OF_ORDER_MS)
+    p = Pipeline(job_id, parallelism=parallelism)
+    order_stream = p.source(orders, uid="orders").map(as_order).assign_timestamps(timed)
+    shipment_stream = p.source(shipments, uid="shipments").map(as_shipment).assign_timestamps(timed)
+    return (
+        order_stream.key_by(customer_of, key_type=str),
+        shipment_stream.key_by(customer_of, key_type=str),
+    )
+
+
 def shipments_pipeline(
     job_id: str,
     orders: Source,
@@ -89,25 +103,17 @@ def shipments_pipeline(
     late_out: str,
     parallelism: int = 4,
 ) -> Pipeline:
-    timed = WatermarkStrategy(event_time, max_out_of_orderness_ms=OUT_OF_ORDER_MS)
-    p = Pipeline(job_id, parallelism=parallelism)
-    order_stream = p.source(orders, uid="orders").map(as_order).assign_timestamps(timed)
-    shipment_stream = p.source(shipments, uid="shipments").map(as_shipment).assign_timestamps(timed)
+    order_stream, shipment_stream = keyed_inputs(job_id, orders, shipments, parallelism)
     return (
-        order_stream.key_by(customer_of, key_type=str)
-        .interval_join(shipment_stream.key_by(customer_of, key_type=str))
+        order_stream.interval_join(shipment_stream)
         .between(-SHIPPED_BEFORE_MS, SHIPPED_WITHIN_MS)
         .side_output_left_late_data(LATE_ORDERS)
         .side_output_right_late_data(LATE_SHIPMENTS)
         .process(OrderShipped(), uid="shipped")
-        .sink(TransactionalFileSink(out, serialize=to_json_line))
+        .sink(json_lines(out))
         .side_output(LATE_ORDERS, json_lines(f"{late_out}/orders"))
         .side_output(LATE_SHIPMENTS, json_lines(f"{late_out}/shipments"))
     )
-
-
-def json_lines(directory: str) -> TransactionalFileSink:
-    return TransactionalFileSink(directory, serialize=to_json_line)
 
 
 def window_shipments_pipeline(
@@ -119,18 +125,18 @@ def window_shipments_pipeline(
     assigner: WindowAssigner,
     parallelism: int = 4,
 ) -> Pipeline:
-    timed = WatermarkStrategy(event_time, max_out_of_orderness_ms=OUT_OF_ORDER_MS)
-    p = Pipeline(job_id, parallelism=parallelism)
-    order_stream = p.source(orders, uid="orders").map(as_order).assign_timestamps(timed)
-    shipment_stream = p.source(shipments, uid="shipments").map(as_shipment).assign_timestamps(timed)
+    order_stream, shipment_stream = keyed_inputs(job_id, orders, shipments, parallelism)
     return (
-        order_stream.key_by(customer_of, key_type=str)
-        .window_join(shipment_stream.key_by(customer_of, key_type=str))
+        order_stream.window_join(shipment_stream)
         .window(assigner)
         .apply(ShippedInWindow(), uid="shipped")
         .sink(json_lines(out))
         .side_output(LATE, json_lines(late_out))
     )
+
+
+def json_lines(directory: str) -> TransactionalFileSink:
+    return TransactionalFileSink(directory, serialize=to_json_line)
 
 
 Records = Iterable[tuple[str, int, dict[str, Any]]]
