@@ -139,8 +139,8 @@ class BroadcastStates:
 
 class BroadcastContext(Context):
     """Given to ``process_broadcast_element``: the broadcast state to read and write,
-    ``collect`` and ``output``, the clocks. There is no current key here, so no keyed
-    state and no timers."""
+    ``collect`` and ``output`` (every subtask emits what it collects), the clocks.
+    There is no current key here, so no keyed state and no timers."""
 
     def get_broadcast_state(self, descriptor: MapStateDescriptor[K, V]) -> BroadcastState[K, V]:
         assert self._broadcast is not None
