@@ -139,3 +139,22 @@ def test_bad_broadcast_pipelines_are_refused_with_what_is_wrong() -> None:
         keyed.process(CheckPayments())
     with pytest.raises(ValueError, match="two sources with the uid 'payments'"):
         keyed.connect(p.source(rules(), uid="payments").broadcast(RULES))
+
+
+def test_broadcast_state_misuse_is_named() -> None:
+    from sparkpoint.pipeline import BroadcastContext, Context
+    from sparkpoint.pipeline.api.broadcast import BroadcastStates
+    from sparkpoint.pipeline.api.operator_state import OperatorStateStore
+
+    store = OperatorStateStore()
+    states = BroadcastStates(store, (RULES,))
+    ctx = BroadcastContext([], 0, 1, None, states)
+    ctx.get_broadcast_state(RULES).put("cart", 10)
+    assert Context([], 0, 1, None, states).get_broadcast_state(RULES).get("cart") == 10
+    assert store.snapshot()[BROADCAST_STATE_PREFIX + "rules"][1] == [{"cart": 10}]
+    with pytest.raises(ValueError, match="broadcast state 'limits' was not given to broadcast"):
+        ctx.get_broadcast_state(MapStateDescriptor("limits"))
+    with pytest.raises(RuntimeError, match="process_broadcast_element has no key"):
+        ctx.register_event_time_timer(5)
+    with pytest.raises(RuntimeError, match="belongs to a KeyedBroadcastProcessFunction"):
+        Context([], 0, 1).get_broadcast_state(RULES)
