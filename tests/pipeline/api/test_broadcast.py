@@ -22,14 +22,16 @@ from sparkpoint.examples.fraud import (
     user_of,
 )
 from sparkpoint.pipeline import (
+    BroadcastContext,
     ClickEventSource,
+    Context,
     KeyedProcessFunction,
     MapStateDescriptor,
     Pipeline,
     TransactionalFileSink,
 )
-from sparkpoint.pipeline.api.broadcast import BROADCAST_STATE_PREFIX
-from sparkpoint.pipeline.api.operator_state import decode_element
+from sparkpoint.pipeline.api.broadcast import BROADCAST_STATE_PREFIX, BroadcastStates
+from sparkpoint.pipeline.api.operator_state import OperatorStateStore, decode_element
 from sparkpoint.recovery.loading import load_checkpoint
 from sparkpoint.recovery.reader import read_operator_state
 from sparkpoint.storage import CheckpointStorage
@@ -142,10 +144,6 @@ def test_bad_broadcast_pipelines_are_refused_with_what_is_wrong() -> None:
 
 
 def test_broadcast_state_misuse_is_named() -> None:
-    from sparkpoint.pipeline import BroadcastContext, Context
-    from sparkpoint.pipeline.api.broadcast import BroadcastStates
-    from sparkpoint.pipeline.api.operator_state import OperatorStateStore
-
     store = OperatorStateStore()
     states = BroadcastStates(store, (RULES,))
     ctx = BroadcastContext([], 0, 1, None, states)
