@@ -93,14 +93,18 @@ def run_to_end(
     return driver
 
 
-def savepoint_after(spark: Any, p: Pipeline, work: Path, epochs: int) -> str:
-    """``p`` run ``epochs`` epochs, then stopped with a savepoint (under ``work/sp``);
-    returns the savepoint's directory."""
+def savepoint_after(
+    spark: Any, p: Pipeline, work: Path, epochs: int, restore_from: str | None = None
+) -> str:
+    """``p`` (restored from ``restore_from`` when given) run ``epochs`` epochs, then
+    stopped with a savepoint (under ``work/sp``) after one more; returns the savepoint's
+    directory."""
     channel = EmbeddedChannel(
         str(work / "ckpt"), savepoint_dir=str(work / "sp"), interval_ms=MANUAL
     )
-    driver = PipelineDriver(p, spark, channel)
-    driver.start()
+    driver = PipelineDriver(p, spark, channel, restore_from=restore_from)
+    restored = driver.start()
+    assert restore_from is None or restored is not None, f"not restored from {restore_from}"
     driver.run(max_epochs=epochs)
     savepoint = driver.stop_with_savepoint()
     driver.close()

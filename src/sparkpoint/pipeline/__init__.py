@@ -12,6 +12,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from sparkpoint.checkpoint import DistributionMode
+from sparkpoint.pipeline.api.broadcast import (
+    BroadcastContext,
+    BroadcastState,
+    KeyedBroadcastProcessFunction,
+    ReadOnlyBroadcastState,
+)
 from sparkpoint.pipeline.api.builder import Pipeline
 from sparkpoint.pipeline.api.event_time import MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy
 from sparkpoint.pipeline.api.functions import (
@@ -23,6 +29,7 @@ from sparkpoint.pipeline.api.functions import (
     SideOutput,
     TimerContext,
 )
+from sparkpoint.pipeline.api.joins import JoinContext, ProcessJoinFunction
 from sparkpoint.pipeline.api.keyed_state import (
     ListState,
     ListStateDescriptor,
@@ -110,6 +117,8 @@ __all__ = [
     "MIN_WATERMARK",
     "AggregateFunction",
     "BackgroundChannel",
+    "BroadcastContext",
+    "BroadcastState",
     "CheckpointAborted",
     "CheckpointChannel",
     "CheckpointCompleted",
@@ -123,10 +132,12 @@ __all__ = [
     "EventTimeSessionWindows",
     "FileSource",
     "InitializationContext",
+    "JoinContext",
     "KafkaSink",
     "KafkaSource",
     "Key",
     "KeyGroupPartitioner",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "ListState",
@@ -138,8 +149,10 @@ __all__ = [
     "Pipeline",
     "PipelineDriver",
     "PostgresSink",
+    "ProcessJoinFunction",
     "ProcessWindowFunction",
     "RabbitMQSource",
+    "ReadOnlyBroadcastState",
     "RemoteChannel",
     "RestoreMode",
     "Restored",

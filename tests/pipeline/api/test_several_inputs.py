@@ -3,8 +3,8 @@ streams into one window, and ``connect`` of clicks with a users changelog into o
 KeyedCoProcessFunction. What the sink commits equals an offline computation of the same
 (out-of-order) inputs — uninterrupted, and across a stop with a savepoint at parallelism
 4 and a restore at 3, on both state backends; each source's offsets are kept under its
-own uid. The watermark is the smaller of the inputs' and an idle input does not hold it
-back. Bad pipelines are refused with errors that name what is wrong."""
+own uid. The watermark is the smaller of the inputs' (a broadcast stream's too) and an
+idle input does not hold it back. Bad pipelines are refused with errors that name what is wrong."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ from sparkpoint.examples.enrichment import (
 from sparkpoint.pipeline import (
     ClickEventSource,
     EmbeddedChannel,
+    KeyedBroadcastProcessFunction,
     KeyedProcessFunction,
+    MapStateDescriptor,
     Pipeline,
     PipelineDriver,
     TransactionalFileSink,
@@ -143,10 +145,26 @@ def two_input_pipeline(how: str, first: Any, second: Any, out: Path, idle_ms: in
             .key_by(user_of)
             .window(TumblingEventTimeWindows(10_000), reduce=lambda x, y: x)
         )
+    elif how == "broadcast":
+        segments = b.map(as_update).broadcast(SEGMENTS)
+        keyed = a.key_by(user_of).connect(segments).process(LatestSegments())
     else:
         updates = b.map(as_update).key_by(user_of)
         keyed = a.key_by(user_of).connect(updates).process(EnrichClicks())
     return keyed.sink(TransactionalFileSink(str(out)))
+
+
+SEGMENTS: MapStateDescriptor[str, str] = MapStateDescriptor("segments")
+
+
+class LatestSegments(KeyedBroadcastProcessFunction):
+    """The second input as a broadcast stream: each user's latest segment on every subtask."""
+
+    def process_broadcast_element(self, update: Any, ctx: Any) -> None:
+        ctx.get_broadcast_state(SEGMENTS).put(update["user"], update["segment"])
+
+    def process_element(self, key: Any, click: Any, ctx: Any) -> None:
+        ctx.collect({**click, "segment": ctx.get_broadcast_state(SEGMENTS).get(key)})
 
 
 def newest(source: ClickEventSource, offsets: dict[str, int]) -> int:
@@ -169,7 +187,7 @@ def watermark_after(spark: Any, p: Any, work: Path, epochs: int) -> PipelineDriv
     return driver
 
 
-@pytest.mark.parametrize("how", ["union", "connect"])
+@pytest.mark.parametrize("how", ["union", "connect", "broadcast"])
 def test_the_slower_input_holds_the_watermark_back(spark: Any, tmp_path: Path, how: str) -> None:
     fast, slow = clicks(per_split=10_000), slow_updates(per_split=10_000)
     p = two_input_pipeline(how, fast, slow, tmp_path / "out", idle_ms=None)

@@ -21,16 +21,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec, validate_job_id
+from sparkpoint.pipeline.api.broadcast import (
+    BroadcastConnectedStream,
+    BroadcastStream,
+    broadcast_stream,
+)
 from sparkpoint.pipeline.api.event_time import WatermarkStrategy
-from sparkpoint.pipeline.api.functions import KeyedCoProcessFunction, KeyedProcessFunction
+from sparkpoint.pipeline.api.functions import KeyedProcessFunction
 from sparkpoint.pipeline.api.several_sources import (
     SourceInput,
     TypedKey,
+    check_function_kind,
+    check_mergeable,
     check_sources_of_several,
-    check_unique_uids,
+    folded_inputs,
+    merged_into,
     typed_key,
 )
 from sparkpoint.pipeline.api.stages import (
@@ -48,6 +56,8 @@ from sparkpoint.pipeline.state.backend import StateBackend, default_state_backen
 from sparkpoint.statefiles import default_max_parallelism
 
 if TYPE_CHECKING:
+    from sparkpoint.pipeline.api.joins import IntervalJoin, WindowJoin
+    from sparkpoint.pipeline.api.keyed_state import MapStateDescriptor
     from sparkpoint.pipeline.api.windows import (
         AggregateFunction,
         ProcessWindowFunction,
@@ -148,17 +158,7 @@ class Pipeline:
         (default ``process``, then ``process-2``, ``process-3`` … for later stages)."""
         if not self._awaiting_process:
             raise ValueError(f"pipeline {self.job_id}: process needs a key_by before it")
-        connected = self.second_key_selector is not None and not self.more_keyed
-        if connected and not isinstance(function, KeyedCoProcessFunction):
-            raise TypeError(
-                f"pipeline {self.job_id}: connected streams go into a KeyedCoProcessFunction "
-                f"(process_element1/process_element2), not {type(function).__name__}"
-            )
-        if not connected and isinstance(function, KeyedCoProcessFunction):
-            raise TypeError(
-                f"pipeline {self.job_id}: {type(function).__name__} is a "
-                "KeyedCoProcessFunction: it takes two streams, a.key_by(…).connect(b.key_by(…))"
-            )
+        check_function_kind(self.job_id, function, () if self.more_keyed else self.inputs)
         if not self.more_keyed:
             return replace(self, function=function, process_uid=uid or "process")
         stage = replace(
@@ -190,31 +190,36 @@ class Pipeline:
         return (SourceInput(self.source_op, self.source_uid, (), self.watermark_strategy),)
 
     def union(self, *others: Pipeline) -> Pipeline:
-        """One stream of this pipeline's records and ``others``' (records of the same
-        shape, from sources each with its own uid): the stages after ``union``, the
-        keyed function and the sink take them all. The watermark is the smallest of
-        the sources' (an idle one, see ``WatermarkStrategy.idle_timeout_ms``, does not
-        hold it back). Call it before ``key_by``."""
+        """One stream of this pipeline's records and ``others``' (of the same shape, from
+        sources each with its own uid), before ``key_by``. The watermark is the smallest
+        of the sources' (not an idle one's: ``WatermarkStrategy.idle_timeout_ms``)."""
         streams = (self, *others)
         for n, stream in enumerate(streams):
-            self._check_mergeable(stream, "union", "stream" if n == 0 else f"stream {n + 1}")
+            check_mergeable(self, stream, "union", "stream" if n == 0 else f"stream {n + 1}")
             if stream.key_selector is not None:
                 raise ValueError(
                     f"pipeline {self.job_id}: union takes streams before key_by "
                     f"({'this stream' if n == 0 else f'stream {n + 1}'} is keyed); "
                     "call key_by after union"
                 )
-        inputs = tuple(i for stream in streams for i in stream._folded_inputs(0))
-        return self._merged_into(inputs, "union")
+        inputs = tuple(i for stream in streams for i in folded_inputs(stream, 0))
+        return merged_into(self, inputs, "union")
 
-    def connect(self, other: Pipeline) -> Pipeline:
+    @overload
+    def connect(self, other: Pipeline) -> Pipeline: ...
+    @overload
+    def connect(self, other: BroadcastStream) -> BroadcastConnectedStream: ...
+    def connect(self, other: Pipeline | BroadcastStream) -> Pipeline | BroadcastConnectedStream:
         """Two keyed streams into one keyed function, a :class:`KeyedCoProcessFunction`
         given to ``process``: this stream's records to ``process_element1``, ``other``'s
         to ``process_element2``, both with the state and timers of their key. Both must
         be keyed (``key_by``) by keys of one type (say which with ``key_by(…,
-        key_type=…)``: connect refuses two different ones)."""
+        key_type=…)``: connect refuses two different ones). Or this keyed stream and a
+        ``broadcast`` one, into a KeyedBroadcastProcessFunction."""
+        if isinstance(other, BroadcastStream):
+            return other.connected_to(self)
         for stream, which in ((self, "this stream"), (other, "the connected stream")):
-            self._check_mergeable(stream, "connect", which)
+            check_mergeable(self, stream, "connect", which)
             if stream.key_selector is None:
                 raise ValueError(
                     f"pipeline {self.job_id}: connect joins two keyed streams, and {which} "
@@ -233,52 +238,28 @@ class Pipeline:
         if key_type is not None:  # one side declared it: the other's keys must be of it too
             first = typed_key(first, key_type, f"pipeline {self.job_id}, first input")
             second = typed_key(second, key_type, f"pipeline {self.job_id}, second input")
-        inputs = (*self._folded_inputs(0), *other._folded_inputs(1))
-        merged = self._merged_into(inputs, "connect")
+        inputs = (*folded_inputs(self, 0), *folded_inputs(other, 1))
+        merged = merged_into(self, inputs, "connect")
         return replace(merged, key_selector=first, second_key_selector=second, key_type=key_type)
 
-    def _check_mergeable(self, stream: Pipeline, verb: str, which: str) -> None:
-        if not isinstance(stream, Pipeline):
-            raise TypeError(f"pipeline {self.job_id}: {verb} takes pipelines, got {stream!r}")
-        if stream.job_id != self.job_id or stream.parallelism != self.parallelism:
-            raise ValueError(
-                f"pipeline {self.job_id}: {verb} of streams of different pipelines "
-                f"({stream.job_id!r} at parallelism {stream.parallelism}, "
-                f"{self.job_id!r} at {self.parallelism}): build both from one Pipeline"
-            )
-        if not stream.inputs:
-            raise ValueError(f"pipeline {self.job_id}: {verb}: {which} has no source")
-        if stream.function is not None:
-            raise ValueError(
-                f"pipeline {self.job_id}: {verb} takes streams of sources; {which} has a "
-                "keyed function already (only sources can be merged for now)"
-            )
+    def broadcast(self, *descriptors: MapStateDescriptor[Any, Any]) -> BroadcastStream:
+        """This unkeyed stream to every subtask of a keyed function, which keeps it in the
+        maps ``descriptors`` (broadcast.py): ``keyed.connect(rules.broadcast(RULES))``."""
+        return broadcast_stream(self, descriptors)
 
-    def _folded_inputs(self, side: int) -> tuple[SourceInput, ...]:
-        """This stream's inputs with the stages called on it so far (and its watermark
-        strategy) made their own, feeding ``side`` of a connected function."""
-        return tuple(
-            replace(
-                i,
-                stages=(*i.stages, *self.pre_key_stages),
-                watermark_strategy=i.watermark_strategy or self.watermark_strategy,
-                side=side,
-            )
-            for i in self.inputs
-        )
+    def interval_join(self, other: Pipeline) -> IntervalJoin:
+        """This keyed stream (left) joined with keyed ``other`` (right) within an event-time
+        interval: ``.between(lower_ms, upper_ms).process(ProcessJoinFunction)`` (joins.py)."""
+        from sparkpoint.pipeline.api.joins import IntervalJoin
 
-    def _merged_into(self, inputs: tuple[SourceInput, ...], verb: str) -> Pipeline:
-        check_unique_uids(self.job_id, inputs, verb)
-        strategy = next((i.watermark_strategy for i in inputs if i.watermark_strategy), None)
-        return replace(
-            self,
-            source_op=None,
-            merged=inputs,
-            pre_key_stages=(),
-            watermark_strategy=strategy,
-            key_selector=None,
-            key_type=None,
-        )
+        return IntervalJoin(self.connect(other))
+
+    def window_join(self, other: Pipeline) -> WindowJoin:
+        """This keyed stream (left) joined with keyed ``other`` (right) in event-time
+        windows: ``.window(assigner).apply(ProcessJoinFunction)`` (joins.py)."""
+        from sparkpoint.pipeline.api.joins import WindowJoin
+
+        return WindowJoin(self.connect(other))
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)
@@ -380,9 +361,8 @@ class Pipeline:
         return replace(self, parallelism=parallelism)
 
     def with_state_backend(self, backend: str | StateBackend) -> Pipeline:
-        """``"memory"``, ``"rocksdb"`` or a :class:`StateBackend` with its settings.
-        Checkpoints and savepoints are in one format: a job may change backend between
-        runs and restore either way."""
+        """``"memory"``, ``"rocksdb"`` or a :class:`StateBackend` with its settings (one
+        format of checkpoints for both: a job may change backend between runs)."""
         return replace(self, state_backend=state_backend(backend))
 
     @property

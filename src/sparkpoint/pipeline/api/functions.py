@@ -14,7 +14,7 @@ epoch, ``close``. Keep nothing in plain attributes across epochs: use state.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sparkpoint.pipeline.api.keyed_state import (
     KeyedStateBackend,
@@ -32,6 +32,9 @@ from sparkpoint.pipeline.api.operator_state import (
 )
 from sparkpoint.pipeline.api.timers import EVENT_TIME, PROCESSING_TIME, TimerService
 from sparkpoint.statefiles.keys import Key
+
+if TYPE_CHECKING:
+    from sparkpoint.pipeline.api.broadcast import BroadcastStates, ReadOnlyBroadcastState
 
 V = TypeVar("V")
 K = TypeVar("K")
@@ -99,6 +102,7 @@ class Context:
         subtask: int,
         epoch: int,
         timers: TimerService | None = None,
+        broadcast: BroadcastStates | None = None,
     ) -> None:
         self._out = out
         self.subtask = subtask
@@ -106,6 +110,7 @@ class Context:
         self.current_key: Key = None
         self.timestamp: int | None = None
         self._timers = timers
+        self._broadcast = broadcast
 
     def collect(self, value: Any) -> None:
         """Emit ``value``; it carries the timestamp of the record or timer being
@@ -115,6 +120,17 @@ class Context:
     def output(self, tag: str, value: Any) -> None:
         """Emit ``value`` to the side output ``tag``."""
         self._out.append((self.timestamp, SideOutput(tag, value)))
+
+    def get_broadcast_state(
+        self, descriptor: MapStateDescriptor[K, V]
+    ) -> ReadOnlyBroadcastState[K, V]:
+        """A broadcast map of a KeyedBroadcastProcessFunction, to read (broadcast.py)."""
+        if self._broadcast is None:
+            raise RuntimeError(
+                "broadcast state belongs to a KeyedBroadcastProcessFunction of a stream "
+                "connected to a broadcast stream (keyed.connect(stream.broadcast(…)))"
+            )
+        return self._broadcast.read_only(descriptor)
 
     def _service(self) -> TimerService:
         if self._timers is None:

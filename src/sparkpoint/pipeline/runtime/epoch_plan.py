@@ -11,8 +11,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.api.builder import KeyedStage, Pipeline
+from sparkpoint.pipeline.api.several_sources import BROADCAST_SIDE
 from sparkpoint.pipeline.api.stages import leading_record_stages
-from sparkpoint.pipeline.runtime.inputs import InputRange, InputTask, SourceGroup
+from sparkpoint.pipeline.runtime.inputs import BroadcastTask, InputRange, InputTask, SourceGroup
 from sparkpoint.pipeline.runtime.keyed_epoch import NO_TIME, EpochTime
 from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner, Slot
 from sparkpoint.pipeline.runtime.records import as_output, as_record, as_state
@@ -238,8 +239,10 @@ class EpochPlan:
             # Per-record stages only (builder.validate): one order type for all sources.
             stages, _ = leading_record_stages((*source.stages, *first.stages_before))
             key = second_key if source.side == 1 and second_key is not None else first.key_selector
+            task: Any = InputTask(source.side, source.watermark_strategy)
+            if source.side == BROADCAST_SIDE:  # read unkeyed, a copy to every subtask
+                key, task = None, BroadcastTask(self._p, source.watermark_strategy)
             read = ReadTask(reader, key, stages, sources.prefix(n))
-            task = InputTask(source.side, source.watermark_strategy)
             per_source.append(
                 self.sc.parallelize(mine, len(mine)).mapPartitions(read).mapPartitions(task)
             )

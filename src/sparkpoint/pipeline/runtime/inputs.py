@@ -8,7 +8,8 @@ checkpoint each source's offsets and event-time maxima are operator state under 
 uid, with the split names it knows. Each record of a pipeline of several sources reaches
 the keyed function as an :class:`InputRecord` that carries the input it came from (which
 ``process_element`` of a connected function) and its event time, read by its source's
-watermark strategy.
+watermark strategy. A broadcast stream's record goes to every subtask: one copy per
+subtask, keyed by the subtask's ``Slot`` (:class:`BroadcastTask`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.api.event_time import WatermarkStrategy
+from sparkpoint.pipeline.api.several_sources import BROADCAST_SIDE
+from sparkpoint.pipeline.runtime.partitioner import Slot
 
 if TYPE_CHECKING:
     from sparkpoint.pipeline.api.several_sources import SourceInput
@@ -49,6 +52,22 @@ class InputTask:
         for key, (order, record) in items:
             ts = None if self.strategy is None else self.strategy.timestamp_of(record)
             yield key, (order, InputRecord(self.side, ts, record))
+
+
+@dataclass(frozen=True, slots=True)
+class BroadcastTask:
+    """``(order, record)`` of a broadcast stream → ``(Slot(i), (order, InputRecord))``
+    for every subtask ``i``: the partitioner sends each copy to its subtask."""
+
+    parallelism: int
+    strategy: WatermarkStrategy | None
+
+    def __call__(self, items: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        for order, record in items:
+            ts = None if self.strategy is None else self.strategy.timestamp_of(record)
+            element = InputRecord(BROADCAST_SIDE, ts, record)
+            for index in range(self.parallelism):
+                yield Slot(index), (order, element)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """One epoch of the keyed function, whatever holds the state (state/memory/tasks.py,
-state/rocksdb/tasks.py): the lifecycle calls, the due timers, then the records, and the
-result elements it makes.
+state/rocksdb/tasks.py): the lifecycle calls, a broadcast stream's records (api/broadcast.py),
+the due timers, then the records, and the result elements it makes.
 """
 
 from __future__ import annotations
@@ -9,6 +9,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkpoint.pipeline.api.broadcast import (
+    BroadcastContext,
+    BroadcastStates,
+    KeyedBroadcastProcessFunction,
+)
 from sparkpoint.pipeline.api.event_time import (
     MIN_WATERMARK,
     WatermarkStrategy,
@@ -84,8 +89,9 @@ def run_function(
     index: int,
     records: list[tuple[Any, Any, Any]],
 ) -> EpochRun:
-    """One epoch of the keyed function: due timers in timestamp order, then ``records``
-    (sorted ``(order, key, record)``)."""
+    """One epoch of the keyed function: the broadcast records among ``records`` (key
+    ``Slot``), due timers in timestamp order, then the keyed ``records`` (sorted
+    ``(order, key, record)``)."""
     fn = task.function
     clock = task.time
     fn.initialize_state(InitializationContext(store, index, task.parallelism))
@@ -95,13 +101,23 @@ def run_function(
             fn.notify_checkpoint_complete if kind == "complete" else fn.notify_checkpoint_aborted
         )
         notify(checkpoint_id)
-    ran = EpochRun(processed=len(records))
+    broadcast: list[tuple[Any, Any, Any]] = []
+    states = None
+    if isinstance(fn, KeyedBroadcastProcessFunction):  # its broadcast records: Slot keys
+        broadcast = [r for r in records if isinstance(r[1], Slot)]
+        records = [r for r in records if not isinstance(r[1], Slot)]
+        states = BroadcastStates(store, fn.broadcast_descriptors)
+    # A broadcast record is counted once, by subtask 0 (every subtask has a copy).
+    ran = EpochRun(processed=len(records) + (len(broadcast) if index == 0 else 0))
     if clock.processing_time_ms != NO_TIME.processing_time_ms:
         backend.processing_time_ms = clock.processing_time_ms  # state TTLs go by it too
     timers = TimerService(backend, clock.processing_time_ms, clock.watermark)
+    if states is not None:  # first: what they change applies to all this epoch does
+        context = BroadcastContext(ran.out, index, task.epoch, timers, states)
+        _process_broadcast(fn, broadcast, context, ran)  # type: ignore[arg-type]
     if uses_timers(fn):
-        _fire_timers(fn, timers, backend, ran.out, index, task.epoch)
-    ctx = Context(ran.out, index, task.epoch, timers)
+        _fire_timers(fn, timers, backend, ran.out, index, task.epoch, states)
+    ctx = Context(ran.out, index, task.epoch, timers, states)
     strategy = clock.strategy
     for order, key, element in records:
         value = element
@@ -119,14 +135,32 @@ def run_function(
         elif strategy is not None:
             ts = ctx.timestamp = strategy.timestamp_of(value)
         if ts is not None and not task.carried:
-            split = split_of(order)
-            if split is not None and ts > ran.maxima.get(split, MIN_WATERMARK):
-                ran.maxima[split] = ts
+            _note_time(ran, order, ts)
         process(key, value, ctx)
     if task.snapshot_id is not None:
         fn.snapshot_state(task.snapshot_id)
     fn.close()
     return ran
+
+
+def _process_broadcast(
+    fn: KeyedBroadcastProcessFunction,
+    broadcast: list[tuple[Any, Any, Any]],
+    ctx: BroadcastContext,
+    ran: EpochRun,
+) -> None:
+    """An epoch's broadcast records (``(order, Slot, InputRecord)``), in order."""
+    for order, _, element in broadcast:
+        ctx.timestamp = element.timestamp
+        _note_time(ran, order, element.timestamp)
+        fn.process_broadcast_element(element.record, ctx)
+
+
+def _note_time(ran: EpochRun, order: Any, ts: int | None) -> None:
+    """The largest event time of the record's source split, with this record's."""
+    split = split_of(order)
+    if ts is not None and split is not None and ts > ran.maxima.get(split, MIN_WATERMARK):
+        ran.maxima[split] = ts
 
 
 def _fire_timers(
@@ -136,9 +170,10 @@ def _fire_timers(
     out: list[tuple[int | None, Any]],
     index: int,
     epoch: int,
+    broadcast: BroadcastStates | None,
 ) -> None:
     timers.collect_due(backend.items())
-    ctx = TimerContext(out, index, epoch, timers)
+    ctx = TimerContext(out, index, epoch, timers, broadcast)
     for key, ts, domain in timers.pop_due():
         ctx.current_key = key
         ctx.timestamp = ts

@@ -133,7 +133,7 @@ class RocksEpochTask:
             store.prepare_step(token)
             key_bytes: dict[Any, bytes] = {}
             for _, key, _ in records:
-                if key not in key_bytes:
+                if key not in key_bytes and not isinstance(key, Slot):  # Slot: broadcast
                     kb = canonical_key_bytes(key)
                     group = key_group_for_key_bytes(kb, self.max_parallelism)
                     key_bytes[key] = state_key(group, kb)
