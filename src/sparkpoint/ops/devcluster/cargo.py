@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkpoint.ops.devcluster.jvm import _locked
+from sparkpoint.ops.devcluster import tool_cache
 
 CACHE_ENV = "SPARKPOINT_CARGO_CACHE"
 
@@ -59,10 +59,7 @@ CRATES: dict[str, Crate] = {
 
 
 def cache_root() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sparkpoint" / "cargo"
+    return tool_cache.cache_root(CACHE_ENV, "cargo")
 
 
 def crate(name: str) -> Crate:
@@ -98,7 +95,7 @@ def binary(name: str, *, progress: Callable[[str], None] | None = None) -> Path:
     if executable.exists():
         return executable
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / f".{target.name}.lock"):
+    with tool_cache.locked(target.parent / f".{target.name}.lock"):
         if executable.exists():
             return executable
         cargo = shutil.which("cargo") or _rustup_cargo()

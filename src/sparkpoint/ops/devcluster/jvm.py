@@ -11,17 +11,17 @@ variable per set points at an existing installation instead (for example
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from sparkpoint.ops.devcluster import tool_cache
 
 CACHE_ENV = "SPARKPOINT_JVM_CACHE"
 _COMPLETE = ".complete"
@@ -101,10 +101,7 @@ ARTIFACT_SETS: dict[str, ArtifactSet] = {
 
 
 def cache_root() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sparkpoint" / "jvm"
+    return tool_cache.cache_root(CACHE_ENV, "jvm")
 
 
 def artifact_set(name: str) -> ArtifactSet:
@@ -152,7 +149,7 @@ def fetch(name: str, *, progress: Callable[[str], None] | None = None) -> Path:
     spec = artifact_set(name)
     target = set_directory(name)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / f".{target.name}.lock"):
+    with tool_cache.locked(target.parent / f".{target.name}.lock"):
         if (target / _COMPLETE).exists():
             return target
         mvn = shutil.which("mvn")
@@ -205,13 +202,3 @@ def _pom(spec: ArtifactSet) -> str:
   </dependencies>
 </project>
 """
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
