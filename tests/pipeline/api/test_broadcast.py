@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from sparkpoint.examples.fraud import (
     RULES,
@@ -21,6 +22,7 @@ from sparkpoint.examples.fraud import (
     fraud_pipeline,
     user_of,
 )
+from sparkpoint.ops.cli.main import main
 from sparkpoint.pipeline import (
     BroadcastContext,
     ClickEventSource,
@@ -32,6 +34,7 @@ from sparkpoint.pipeline import (
 )
 from sparkpoint.pipeline.api.broadcast import BROADCAST_STATE_PREFIX, BroadcastStates
 from sparkpoint.pipeline.api.operator_state import OperatorStateStore, decode_element
+from sparkpoint.pipeline.state_processor.operator_entries import read_operator_state_entries
 from sparkpoint.recovery.loading import load_checkpoint
 from sparkpoint.recovery.reader import read_operator_state
 from sparkpoint.storage import CheckpointStorage
@@ -65,13 +68,13 @@ def committed(out: Path) -> list[str]:
 
 
 def broadcast_state_per_subtask(pointer: str) -> dict[int, Any]:
-    """Each subtask's broadcast map ``rules`` in the checkpoint or savepoint at ``pointer``."""
-    checkpoint = load_checkpoint(CheckpointStorage(pointer), pointer).checkpoint
-    subtasks = checkpoint.operator_states["check"].subtask_states
+    """Each subtask's broadcast map ``rules`` in the checkpoint or savepoint at ``pointer``,
+    as the offline state reader reads it."""
     maps = {}
-    for index, state in subtasks.items():
-        elements = read_operator_state(state.operator)[BROADCAST_STATE_PREFIX + "rules"]
-        (maps[index],) = [decode_element(e) for e in elements]
+    for e in read_operator_state_entries(pointer, "check"):
+        assert e.state == BROADCAST_STATE_PREFIX + "rules" and e.mode == "BROADCAST", e
+        assert e.subtask not in maps, f"subtask {e.subtask}: two copies of the map"
+        maps[e.subtask] = e.value
     return maps
 
 
@@ -97,6 +100,23 @@ def test_every_key_checks_against_the_rules_of_its_epoch(spark: Any, tmp_path: P
     assert len(seen) > len({page for page, _ in seen})
     final = broadcast_state_per_subtask(str(tmp_path / "ckpt" / "fraud"))
     assert sorted(final) == [0, 1, 2, 3] and all(m == limits for m in final.values())
+
+    # The same, as `sparkpoint state read --operator-state` prints it.
+    chk = str(tmp_path / "ckpt" / "fraud")
+    result = CliRunner().invoke(main, ["state", "read", chk, "--operator-state", "--uid", "check"])
+    assert result.exit_code == 0, result.output
+    printed = [json.loads(line) for line in result.output.splitlines()]
+    assert [(p["subtask"], p["state"], p["mode"]) for p in printed] == [
+        (i, "broadcast/rules", "BROADCAST") for i in range(4)
+    ]
+    assert all(p["value"] == limits for p in printed)
+    every = CliRunner().invoke(main, ["state", "read", chk, "--operator-state"])
+    assert every.exit_code == 0, every.output
+    operators = {json.loads(line)["operator"] for line in every.output.splitlines()}
+    assert {"payments", "rules", "check"} <= operators  # the sources' offsets, the maps
+    wrong = CliRunner().invoke(main, ["state", "read", chk, "--operator-state", "--uid", "nope"])
+    assert wrong.exit_code != 0 and "'nope' has no operator state" in wrong.output
+    assert "check" in wrong.output  # the operators that have some are listed
 
 
 @pytest.mark.parametrize("backend", ["memory", "rocksdb"])

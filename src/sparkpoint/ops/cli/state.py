@@ -64,6 +64,12 @@ def _fs_options(hdfs_user: str | None, timeout: float) -> dict[str, Any]:
     metavar="PATH",
     help="Where to write (default for jsonl: stdout). parquet: a new directory.",
 )
+@click.option(
+    "--operator-state",
+    is_flag=True,
+    help="Print operator (non-keyed) state instead: sources' offsets, sinks' transactions, "
+    "broadcast maps; of --uid, or of every operator that has some (jsonl only).",
+)
 @_hdfs_options
 def read_command(
     pointer: str | None,
@@ -72,6 +78,7 @@ def read_command(
     uid: str | None,
     fmt: str,
     output: str | None,
+    operator_state: bool,
     hdfs_user: str | None,
     timeout: float,
     **cluster: Any,
@@ -95,24 +102,42 @@ def read_command(
       sparkpoint state read /savepoints/savepoint-clicks-5f3a9c01be72 \\
           --format parquet -o /tmp/clicks-state
 
-    `sparkpoint state write` writes such lines back as a savepoint.
+    With --operator-state each line is {"operator": …, "subtask": …, "state": NAME,
+    "mode": SPLIT_DISTRIBUTE|UNION|BROADCAST, "value": …}, one per element; a broadcast
+    function's map NAME is the state "broadcast/NAME", one copy per subtask.
+
+    `sparkpoint state write` writes keyed lines back as a savepoint.
     """
     pointer = pointer_or_job(pointer, job, cluster)
     options = _fs_options(hdfs_user, timeout)
     if fmt == "parquet":
+        if operator_state:
+            raise click.UsageError("--operator-state prints jsonl only")
         _parquet(pointer, uid, output, options)
         return
     from sparkpoint.pipeline.state_processor.entries import read_state_entries, to_json
+    from sparkpoint.pipeline.state_processor.operator_entries import (
+        read_operator_state_entries,
+    )
 
     try:
-        entries = read_state_entries(pointer, uid, **options)
+        if operator_state:
+            lines = (
+                f'{{"operator": {json.dumps(e.operator)}, "subtask": {e.subtask}, '
+                f'"state": {json.dumps(e.state)}, "mode": "{e.mode}", '
+                f'"value": {to_json(e.value)}}}\n'
+                for e in read_operator_state_entries(pointer, uid, **options)
+            )
+        else:
+            lines = (
+                f'{{"key": {to_json(e.key)}, "state": {json.dumps(e.state)}, '
+                f'"value": {to_json(e.value)}}}\n'
+                for e in read_state_entries(pointer, uid, **options)
+            )
         out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
         try:
-            for e in entries:
-                out.write(
-                    f'{{"key": {to_json(e.key)}, "state": {json.dumps(e.state)}, '
-                    f'"value": {to_json(e.value)}}}\n'
-                )
+            for line in lines:
+                out.write(line)
         finally:
             if output:
                 out.close()
