@@ -2,7 +2,11 @@
 
 The clicks job by default; ``--example sessions`` runs the sessionization example
 instead (event-time session windows over the same generated clicks, made out of order
-and partly late; sessions go to ``--output``, late clicks to ``--late-output``).
+and partly late; sessions go to ``--output``, late clicks to ``--late-output``). Two
+examples with two inputs: ``--example shipments`` (orders joined with shipments within
+an interval; late orders and shipments under ``--late-output``) and ``--example fraud``
+(payments checked against rules broadcast to every subtask), the second input generated
+beside the first (:func:`second_input`).
 Used by the process-level tests (kill the driver, kill an executor, kill a coordinator)
 and the benchmark. Restores from the newest complete checkpoint under
 ``--checkpoint-dir`` (or ``--restore-from``), runs the bounded stream to its end, takes
@@ -23,13 +27,25 @@ from sparkpoint.examples.driver_process import (
     make_driver,
     progress_reporter,
 )
+from sparkpoint.examples.fraud import fraud_pipeline
 from sparkpoint.examples.sessions import OUT_OF_ORDER_MS, sessions_pipeline
+from sparkpoint.examples.shipments import OUT_OF_ORDER_MS as SHIPMENTS_OUT_OF_ORDER_MS
+from sparkpoint.examples.shipments import shipments_pipeline
 from sparkpoint.pipeline import BACKEND_NAMES, ClickEventSource, Pipeline, spark_session
 
 #: ``(out_of_order_ms, late_every)`` of each example's clicks unless given: in order for
 #: the clicks job, which does not use event time; out of order and partly late for the
 #: sessions, so their watermark and late side output have work to do.
-EVENT_TIME_DEFAULTS = {"clicks": (0, 0), "sessions": (OUT_OF_ORDER_MS, 97)}
+EVENT_TIME_DEFAULTS = {
+    "clicks": (0, 0),
+    "sessions": (OUT_OF_ORDER_MS, 97),
+    "shipments": (SHIPMENTS_OUT_OF_ORDER_MS, 37),
+    "fraud": (0, 0),
+}
+#: The examples whose late records go to ``--late-output``.
+WITH_LATE_OUTPUT = ("sessions", "shipments")
+#: ``--example fraud``: rules read per epoch (one split).
+RULES_PER_EPOCH = 2
 
 
 def build_source(args: argparse.Namespace) -> ClickEventSource:
@@ -47,8 +63,8 @@ def build_source(args: argparse.Namespace) -> ClickEventSource:
 
 def settle_example_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Check the options that depend on ``--example`` and fill in its defaults."""
-    if args.late_output and args.example != "sessions":
-        p.error("--late-output needs --example sessions: only the sessions have late clicks")
+    if args.late_output and args.example not in WITH_LATE_OUTPUT:
+        p.error("--late-output needs --example sessions or shipments: only they have late records")
     out_of_order_ms, late_every = EVENT_TIME_DEFAULTS[args.example]
     if args.out_of_order_ms is None:
         args.out_of_order_ms = out_of_order_ms
@@ -56,15 +72,36 @@ def settle_example_arguments(p: argparse.ArgumentParser, args: argparse.Namespac
         args.late_every = late_every
     if args.out_of_order_ms < 0 or args.late_every < 0:
         p.error("--out-of-order-ms and --late-every must not be negative")
-    if args.example == "sessions" and not args.late_output:
+    if args.example in WITH_LATE_OUTPUT and not args.late_output:
         args.late_output = f"{args.output}-late"
     args.job_id = args.job_id or args.example
+
+
+def second_input(args: argparse.Namespace) -> ClickEventSource:
+    """The second input of ``--example shipments`` (the shipments: clicks like the
+    orders, of another seed) or ``--example fraud`` (the rules: one split,
+    :data:`RULES_PER_EPOCH` a epoch, as many epochs as the payments take)."""
+    if args.example == "shipments":
+        return build_source(argparse.Namespace(**{**vars(args), "seed": args.seed + 4}))
+    epochs = -(-args.records_per_split * args.splits // args.records_per_epoch)
+    return ClickEventSource(
+        splits=1, users=1, records_per_epoch=RULES_PER_EPOCH,
+        records_per_split=epochs * RULES_PER_EPOCH or None, seed=args.seed + 6,
+    )  # fmt: skip
 
 
 def build_pipeline(args: argparse.Namespace) -> Pipeline:
     """The example ``--example`` names, over the clicks the arguments describe (after
     :func:`settle_example_arguments`)."""
     source = build_source(args)
+    if args.example == "shipments":
+        return shipments_pipeline(
+            args.job_id, source, second_input(args), args.output, args.late_output,
+            parallelism=args.parallelism,
+        )  # fmt: skip
+    if args.example == "fraud":
+        return fraud_pipeline(args.job_id, source, second_input(args), args.output,
+                              parallelism=args.parallelism)  # fmt: skip
     if args.example == "sessions":
         return sessions_pipeline(
             args.job_id, source, args.output, args.late_output,
@@ -80,7 +117,8 @@ def parser() -> argparse.ArgumentParser:
         choices=tuple(EVENT_TIME_DEFAULTS),
         default="clicks",
         help="clicks: per-user running totals (default); sessions: event-time session "
-        "windows with a late-clicks side output",
+        "windows with a late-clicks side output; shipments: orders joined with shipments "
+        "within an interval (two inputs); fraud: payments checked against broadcast rules",
     )
     p.add_argument("--job-id", help="default: the example's name")
     p.add_argument("--output", required=True)
@@ -155,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
     print(f"output: {args.output} (committed files: part-*.jsonl)")
     if args.late_output:
-        print(f"late clicks: {args.late_output}")
+        print(f"late records: {args.late_output}")
     print(f"checkpoints: {args.checkpoint_dir if not args.coordinator else 'see the coordinator'}")
     return 0
 
