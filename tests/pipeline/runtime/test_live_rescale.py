@@ -15,7 +15,7 @@ import pytest
 
 from sparkpoint.examples.clicks import expected_state
 from sparkpoint.examples.sessions import expected_sessions, sessions_pipeline
-from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
+from sparkpoint.pipeline import BackgroundChannel, EmbeddedChannel, PipelineDriver
 from sparkpoint.pipeline.sinks.files import IN_PROGRESS_DIR
 from sparkpoint.pipeline.state_processor.entries import read_state_entries
 from sparkpoint.storage import CheckpointStorage
@@ -35,16 +35,20 @@ def graph_parallelism(channel: EmbeddedChannel) -> set[int]:
     return {op.parallelism for op in channel.coordinator.graph.operators}
 
 
-@pytest.mark.parametrize("backend", ["memory", "rocksdb"])
+@pytest.mark.parametrize(
+    ("backend", "background"), [("memory", False), ("rocksdb", False), ("memory", True)]
+)
 def test_live_rescale_4_2_6_is_exactly_once_and_ends_in_the_offline_state(
-    spark: Any, tmp_path: Path, backend: str
+    spark: Any, tmp_path: Path, backend: str, background: bool
 ) -> None:
+    """``background``: through a BackgroundChannel, whose thread heartbeats meanwhile."""
     job = f"live-{backend}"
     p = support.pipeline(job, tmp_path / "out", 4, records_per_epoch=150)
     p = p.with_state_backend(backend)
     storage = CheckpointStorage(str(tmp_path / "ckpt"))
     channel = EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=support.MANUAL)
-    driver = PipelineDriver(p, spark, channel)
+    wrapped = BackgroundChannel(channel, interval_s=0.01) if background else channel
+    driver = PipelineDriver(p, spark, wrapped)
     assert driver.start() is None
     driver.run(max_epochs=2)
 
