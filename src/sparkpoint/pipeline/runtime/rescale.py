@@ -80,10 +80,10 @@ def rescale(driver: PipelineDriver, parallelism: int, timeout_s: float) -> Resca
     if driver.stopped:
         raise RuntimeError(f"job {driver.graph.job_id}: the driver stopped; nothing to rescale")
     before = driver.pipeline.parallelism
-    checkpoint_id = _checkpoint_at_boundary(driver, timeout_s)
     pipeline = at_parallelism(driver.pipeline, parallelism)
     pipeline.validate()
     graph = pipeline.job_graph()
+    checkpoint_id = _checkpoint_at_boundary(driver, timeout_s)
     # The coordinator takes the new graph (a new run of the job, this driver's); its
     # checkpoints from now on expect the new parallelism's subtasks.
     driver.status.run_id = driver.channel.register(graph)
