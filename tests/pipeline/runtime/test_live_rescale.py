@@ -73,11 +73,15 @@ def test_live_rescale_4_2_6_is_exactly_once_and_ends_in_the_offline_state(
     driver.close()
 
     assert parallelism_in(storage, job, last) == {6}
+    # Every key group is in exactly one subtask's state of the last checkpoint.
+    pointer = storage.checkpoint_directory(job, last)
+    keyed = storage.read_metadata(pointer).operator_states["process"].subtask_states
+    owned = sorted(g for s in keyed.values() for h in s.keyed for g in h.key_group_range)
+    assert owned == list(range(p.effective_max_parallelism))
     # Every record's output once, and nothing left in progress.
     assert support.committed(p) == support.expected()
     assert not list((tmp_path / "out" / IN_PROGRESS_DIR).glob("*.jsonl"))
     # The state of the last checkpoint (at 6) is the offline computation over all input.
-    pointer = storage.checkpoint_directory(job, last)
     state = {(e.key, e.state): e.value for e in read_state_entries(pointer, "process")}
     offline = expected_state(support.source().all_records())
     assert {k: v for k, v in state.items() if k in offline} == offline
