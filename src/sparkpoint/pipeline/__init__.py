@@ -62,7 +62,7 @@ from sparkpoint.pipeline.channels.protocol import (
 )
 from sparkpoint.pipeline.runtime.driver import PipelineDriver
 from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner, Slot
-from sparkpoint.pipeline.runtime.status import DriverStatus
+from sparkpoint.pipeline.runtime.status import DriverStatus, Rescaled
 from sparkpoint.pipeline.sinks.base import Sink
 from sparkpoint.pipeline.sinks.files import TransactionalFileSink, to_json_line
 from sparkpoint.pipeline.sources import ClickEventSource, EpochRange, FileSource, Source
@@ -154,6 +154,7 @@ __all__ = [
     "RabbitMQSource",
     "ReadOnlyBroadcastState",
     "RemoteChannel",
+    "Rescaled",
     "RestoreMode",
     "Restored",
     "RoutedSink",

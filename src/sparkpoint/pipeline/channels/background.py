@@ -2,7 +2,8 @@
 coordinator — not even while the service elects a new leader.
 
 Wraps any :class:`~sparkpoint.pipeline.channels.protocol.CheckpointChannel`. Start-up calls
-(register, restore) and explicit triggers stay synchronous; ``heartbeat`` returns the
+(register, restore) and explicit triggers stay synchronous (a registration once the thread
+runs — a live rescale — is made on the thread, between heartbeats); ``heartbeat`` returns the
 notices the thread collected so far, and ``acknowledge``/``decline`` are queued (an
 acknowledgement the coordinator refuses is logged and dropped: that checkpoint is gone).
 A refusal of the run itself (:class:`~sparkpoint.pipeline.channels.protocol.RunSuperseded`) ends the
@@ -30,6 +31,10 @@ from sparkpoint.pipeline.channels.protocol import (
 
 log = logging.getLogger(__name__)
 
+#: How long a registration made on the running thread may take (a leader election
+#: included) before the caller gives up.
+_REGISTER_TIMEOUT_S = 120.0
+
 
 class BackgroundChannel:
     def __init__(self, channel: CheckpointChannel, *, interval_s: float = 0.2) -> None:
@@ -54,7 +59,36 @@ class BackgroundChannel:
             self.inner.progress = report  # type: ignore[attr-defined]
 
     def register(self, graph: JobGraph, *, standby: bool = False) -> str:
-        return self.inner.register(graph, standby=standby)
+        if self._thread is None:
+            return self.inner.register(graph, standby=standby)
+        # Registering again while running (a live rescale's new graph): on the thread,
+        # between two heartbeats — one in flight under the old run id would be refused
+        # as a superseded run's — and the old run's notices not handed over are dropped.
+        done: queue.SimpleQueue[tuple[str | None, BaseException | None]] = queue.SimpleQueue()
+
+        def register() -> None:
+            try:
+                run_id = self.inner.register(graph, standby=standby)
+            except BaseException as exc:  # handed to the caller, who raises it
+                done.put((None, exc))
+                return
+            while not self._notices.empty():
+                self._notices.get_nowait()
+            done.put((run_id, None))
+
+        self._check()
+        self._work.put(register)
+        try:
+            run_id, error = done.get(timeout=_REGISTER_TIMEOUT_S)
+        except queue.Empty:
+            raise TimeoutError(
+                f"job {graph.job_id}: no registration in {_REGISTER_TIMEOUT_S} s (the "
+                "heartbeat thread is stuck on the coordinator, or ended)"
+            ) from None
+        if error is not None:
+            raise error
+        assert run_id is not None
+        return run_id
 
     def wait_for_grant(self) -> list[RunNotice]:
         return self.inner.wait_for_grant()

@@ -41,13 +41,14 @@ from sparkpoint.pipeline.runtime.epoch_plan import EpochPlan
 from sparkpoint.pipeline.runtime.inputs import SourceGroup
 from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner
 from sparkpoint.pipeline.runtime.progress import ProgressMeter
+from sparkpoint.pipeline.runtime.rescale import rescale, state_tasks_of
 from sparkpoint.pipeline.runtime.snapshots import (
     checkpoint_location,
     driver_side_acks,
     restore_driver_side,
 )
-from sparkpoint.pipeline.runtime.status import DriverStatus
-from sparkpoint.pipeline.state.tasks import StateTasks, check_state_in_place
+from sparkpoint.pipeline.runtime.status import DriverStatus, Rescaled
+from sparkpoint.pipeline.state.tasks import check_state_in_place
 from sparkpoint.storage import DEFAULT_INLINE_THRESHOLD
 
 if TYPE_CHECKING:
@@ -109,23 +110,12 @@ class PipelineDriver:
         self._on_epoch = on_epoch
         self._standby = standby
         self._p = pipeline.parallelism
-        self._m = pipeline.effective_max_parallelism
         #: A random tag of this driver process (not the coordinator's run id): it names
         #: the process's sink files and local state stores apart from any other's.
         self._process_tag = secrets.token_hex(4)
         self._stages = pipeline.keyed_stages
         #: Per keyed stage, the tasks of its state backend.
-        self._state_tasks = [
-            StateTasks(
-                pipeline.state_backend,
-                self.graph.job_id,
-                self._process_tag,
-                k.uid,
-                self._p,
-                self._m,
-            )
-            for k in self._stages
-        ]
+        self._state_tasks = state_tasks_of(pipeline, self._process_tag)
         check_state_in_place(self.sc.getConf(), pipeline.state_backend)
         self._plan = EpochPlan(self.sc, pipeline, self._state_tasks, lineage_limit)
         self._source = SourceGroup(pipeline.inputs)
@@ -410,6 +400,12 @@ class PipelineDriver:
         cid = self.channel.trigger_savepoint(target_dir, stop=True)
         self._wait_for(cid, timeout_s)
         return self.status.savepoints[cid]
+
+    def rescale(self, parallelism: int, timeout_s: float = 120.0) -> Rescaled:
+        """At the next epoch boundary: complete a checkpoint, then go on from it at
+        ``parallelism`` (1 to the max parallelism) in this SparkSession, as a restore at
+        another parallelism would (runtime/rescale.py). Returns when it took effect."""
+        return rescale(self, parallelism, timeout_s)
 
     def _wait_for(self, checkpoint_id: int, timeout_s: float, *, or_later: bool = False) -> int:
         """Runs epochs until ``checkpoint_id`` completes (``or_later``: or any later

@@ -80,7 +80,7 @@ class EpochPlan:
         # ONE partitioner object for every partitionBy of this run (see partitioner.py).
         self.partitioner = KeyGroupPartitioner(self._p, pipeline.effective_max_parallelism)
         self._state_tasks = state_tasks
-        self._lineage_limit = lineage_limit
+        self.lineage_limit = lineage_limit
         self._epochs_since_reload = 0
         self.cache = CachedRdds()
         #: Per keyed stage, its state RDD.
@@ -192,7 +192,7 @@ class EpochPlan:
         # The new state is computed from the cached result by whichever job needs it
         # next (the snapshot or the next epoch), and cached then.
         self._epochs_since_reload += 1
-        cut = self._epochs_since_reload >= self._lineage_limit
+        cut = self._epochs_since_reload >= self.lineage_limit
         for n, result in enumerate(results):
             state = result.mapPartitions(only_state, preservesPartitioning=True)
             self.states[n] = self.cache.keep(state.persist(StorageLevel.MEMORY_AND_DISK))

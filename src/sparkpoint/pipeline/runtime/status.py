@@ -6,6 +6,17 @@ import time
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True, slots=True)
+class Rescaled:
+    """A live rescale that took effect: from parallelism ``before`` to ``after``, after
+    epoch ``epoch``, from checkpoint ``checkpoint_id`` (taken at that epoch's end)."""
+
+    before: int
+    after: int
+    epoch: int
+    checkpoint_id: int
+
+
 @dataclass
 class DriverStatus:
     """What the loop has done so far (for progress displays and tests)."""
@@ -27,6 +38,8 @@ class DriverStatus:
     superseded: str | None = None
     #: The pipeline's event-time watermark after the last epoch (None: no event time).
     watermark: int | None = None
+    #: The live rescales of this driver, in order (``PipelineDriver.rescale``).
+    rescales: list[Rescaled] = field(default_factory=list)
 
     @property
     def records_per_second(self) -> float:
