@@ -54,6 +54,7 @@ from sparkpoint.examples.nexmark.oracle import (
     differences,
     expected_rows,
 )
+from sparkpoint.examples.nexmark.queries import QUERIES
 from sparkpoint.ops.devcluster.nexmark import write_events
 from state_bench_common import du
 
@@ -153,22 +154,41 @@ def run_flink(query: str, events: int, events_dir: Path, work: Path,
                str(ddl), str(FLINK_SQL / f"{query}.sql"), str(out), f"file://{checkpoints}",
                str(args.parallelism), str(INTERVAL_MS)]  # fmt: skip
     cpu, wall, peak = measured(command, work / "flink.out", checkpoints)
-    found = differences(expected_rows(query, events_dir), flink_rows(out))
+    found = differences(expected_rows(query, events_dir),
+                        flink_rows(out, QUERIES[query].upsert_key))  # fmt: skip
     return Result(query, events, "flink", cpu, wall, peak, not found, found)
 
 
-def flink_rows(out: Path) -> list[dict[str, Any]]:
+def _written_order(path: Path) -> tuple[str, str, int]:
+    """A subtask's part files in the order it wrote them: bucket, writer, counter."""
+    writer, counter = path.name.rsplit("-", 1)
+    return path.parent.name, writer, int(counter)
+
+
+def flink_rows(out: Path, key: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The committed changelog (files not hidden: in-progress ones start with a dot),
-    folded: +I and +U add a row, -U and -D take one away."""
+    folded: +I and +U add a row, -U and -D take one away. With ``key`` (the query's
+    upsert key: Flink's ranking may send +U without its -U) a row replaces its key's."""
+    changes = [
+        json.loads(line)
+        for path in sorted(out.rglob("part-*"), key=_written_order)
+        if not path.name.startswith(".")
+        for line in path.read_text().splitlines()
+    ]
+    if key:
+        latest: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for change in changes:
+            k = tuple(change["row"][f] for f in key)
+            if change["op"] in ("+I", "+U"):
+                latest[k] = change["row"]
+            elif latest.get(k) == change["row"]:
+                del latest[k]
+        return list(latest.values())
     rows: dict[str, tuple[int, dict[str, Any]]] = {}
-    for path in sorted(out.rglob("part-*")):
-        if path.name.startswith("."):
-            continue
-        for line in path.read_text().splitlines():
-            change = json.loads(line)
-            key = json.dumps(change["row"], sort_keys=True)
-            count, row = rows.get(key, (0, change["row"]))
-            rows[key] = (count + (1 if change["op"] in ("+I", "+U") else -1), row)
+    for change in changes:
+        k = json.dumps(change["row"], sort_keys=True)
+        count, row = rows.get(k, (0, change["row"]))
+        rows[k] = (count + (1 if change["op"] in ("+I", "+U") else -1), row)
     folded: list[dict[str, Any]] = []
     for count, row in rows.values():
         if count < 0:

@@ -23,6 +23,27 @@ SQL = {
     "q1": "SELECT auction, bidder, CAST(CAST(0.908 * price AS DECIMAL(23, 3)) AS STRING) "
     "AS price, date_time, extra FROM bid",
     "q2": "SELECT auction, price FROM bid WHERE auction % 123 = 0",
+    "q10": "SELECT auction, bidder, price, date_time, extra, "
+    "date_format(timestamp_millis(date_time), 'yyyy-MM-dd') AS dt, "
+    "date_format(timestamp_millis(date_time), 'HH:mm') AS hm FROM bid",
+    "q14": """
+        SELECT auction, bidder, CAST(CAST(0.908 * price AS DECIMAL(23, 3)) AS STRING) AS price,
+               CASE WHEN hour(ts) >= 8 AND hour(ts) <= 18 THEN 'dayTime'
+                    WHEN hour(ts) <= 6 OR hour(ts) >= 20 THEN 'nightTime'
+                    ELSE 'otherTime' END AS bidTimeType,
+               date_time, extra, length(extra) - length(replace(extra, 'c', '')) AS c_counts
+        FROM (SELECT *, timestamp_millis(date_time) AS ts FROM bid)
+        WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000""",
+    "q21": """
+        SELECT auction, bidder, price, channel,
+               CASE lower(channel) WHEN 'apple' THEN '0' WHEN 'google' THEN '1'
+                    WHEN 'facebook' THEN '2' WHEN 'baidu' THEN '3'
+                    ELSE regexp_extract(url, '(&|^)channel_id=([^&]*)', 2) END AS channel_id
+        FROM bid
+        WHERE url RLIKE '(&|^)channel_id=([^&]*)'
+           OR lower(channel) IN ('apple', 'google', 'facebook', 'baidu')""",
+    "q22": "SELECT auction, bidder, price, channel, get(split(url, '/'), 3) AS dir1, "
+    "get(split(url, '/'), 4) AS dir2, get(split(url, '/'), 5) AS dir3 FROM bid",
 }
 
 #: Why the windowed queries do not run here. Its file sink takes append mode only, and in
