@@ -313,7 +313,7 @@ def main() -> int:
                                   events, splits=args.splits)  # fmt: skip
         for query in args.queries:
             by_engine: dict[str, Result] = {}
-            for engine in args.engines:
+            for engine in [e for e in ENGINES if e in args.engines]:
                 work = root / f"{query}-{events}-{engine}"
                 work.mkdir()
                 r = run_engine(engine, query, events, events_dir, work, args, jar)
