@@ -55,7 +55,7 @@ from sparkpoint.examples.nexmark.oracle import (
     expected_rows,
 )
 from sparkpoint.examples.nexmark.queries import QUERIES
-from sparkpoint.ops.devcluster.nexmark import write_events
+from sparkpoint.ops.devcluster.nexmark import SIDE_INPUT, write_events
 from state_bench_common import du
 
 ENGINES = ("sparkpoint", "flink", "ss")
@@ -138,8 +138,14 @@ def run_flink(query: str, events: int, events_dir: Path, work: Path,
               args: argparse.Namespace, jar: Path) -> Result:  # fmt: skip
     if not (FLINK_SQL / f"{query}.sql").exists():
         return Result(query, events, "flink", error="not run: no Flink SQL for it here yet")
-    ddl = work / "ddl.sql"
-    ddl.write_text((FLINK_SQL / "ddl.sql").read_text().replace("${EVENTS}", str(events_dir)))
+    ddl, sql = work / "ddl.sql", work / f"{query}.sql"
+    # q13's side input, under a name Flink's file source reads (it skips names with _)
+    side_input = work / "side-input" / "side_input.csv"
+    side_input.parent.mkdir()
+    shutil.copy(events_dir / SIDE_INPUT, side_input)
+    for name, path in (("ddl", ddl), (query, sql)):
+        text = (FLINK_SQL / f"{name}.sql").read_text().replace("${EVENTS}", str(events_dir))
+        path.write_text(text.replace("${SIDE_INPUT}", str(side_input)))
     out, checkpoints = work / "out", work / "checkpoints"
     log4j = work / "log4j2.properties"
     log4j.write_text(f"rootLogger.level = WARN\nrootLogger.appenderRef.f.ref = F\n"
@@ -151,7 +157,7 @@ def run_flink(query: str, events: int, events_dir: Path, work: Path,
     command = ["java", f"-Xmx{args.memory}", *JAVA17_OPENS,
                f"-Dlog4j.configurationFile=file:{log4j}",
                "-cp", f"{home / 'lib'}/*:{jar}", "sparkpointbench.NexmarkSql",
-               str(ddl), str(FLINK_SQL / f"{query}.sql"), str(out), f"file://{checkpoints}",
+               str(ddl), str(sql), str(out), f"file://{checkpoints}",
                str(args.parallelism), str(INTERVAL_MS)]  # fmt: skip
     cpu, wall, peak = measured(command, work / "flink.out", checkpoints)
     found = differences(expected_rows(query, events_dir),
