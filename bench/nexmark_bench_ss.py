@@ -9,8 +9,12 @@ always does).
 
 from __future__ import annotations
 
+import csv
 import sys
+from pathlib import Path
 from typing import Any
+
+from sparkpoint.ops.devcluster.nexmark import SIDE_INPUT
 
 BID = (
     "Bid STRUCT<auction: BIGINT, bidder: BIGINT, price: BIGINT, channel: STRING, "
@@ -42,6 +46,8 @@ SQL = {
         FROM bid
         WHERE url RLIKE '(&|^)channel_id=([^&]*)'
            OR lower(channel) IN ('apple', 'google', 'facebook', 'baidu')""",
+    "q13": "SELECT b.auction, b.bidder, b.price, b.date_time, s.value "
+    "FROM bid b JOIN side_input s ON b.auction % 10000 = s.key",
     "q22": "SELECT auction, bidder, price, channel, get(split(url, '/'), 3) AS dir1, "
     "get(split(url, '/'), 4) AS dir2, get(split(url, '/'), 5) AS dir3 FROM bid",
 }
@@ -82,6 +88,11 @@ def main(query: str, events: str, out: str, checkpoint: str, parallelism: int, c
     )
     events_df = spark.readStream.schema(BID).json(events)
     events_df.where("Bid IS NOT NULL").selectExpr("Bid.*").createOrReplaceTempView("bid")
+    # q13's side input: a static table, joined with the stream (read here: Spark's file
+    # sources skip names that start with _)
+    with Path(events, SIDE_INPUT).open() as side:
+        rows = [(int(key), value) for key, value in csv.reader(side)]
+    spark.createDataFrame(rows, "key BIGINT, value STRING").createOrReplaceTempView("side_input")
     stream = (
         spark.sql(SQL[query])
         .writeStream.format("json")
