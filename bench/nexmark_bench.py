@@ -24,8 +24,10 @@ directory was while it ran (polled every 0.2 s).
 
 Run (a quiet machine; the figures mean nothing on a loaded one):
     uv sync --group bench --group flink-bench
-    nice -n 10 .venv/bin/python bench/nexmark_bench.py --queries q0 q1 q2 \\
-        --events 1000000 [--engines sparkpoint flink ss] [--cores 2] [--json]
+    nice -n 10 .venv/bin/python bench/nexmark_bench.py --events 10000000 \\
+        [--queries q0 q1 …] [--engines sparkpoint flink ss] [--cores 2] [--json]
+(every query of the example package unless --queries; exit status 1 if any engine's
+output differs from the oracle)
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from sparkpoint.examples.nexmark.oracle import (
     differences,
     expected_rows,
 )
-from sparkpoint.examples.nexmark.queries import QUERIES
+from sparkpoint.examples.nexmark.queries import QUERIES, why_not
 from sparkpoint.ops.devcluster.nexmark import SIDE_INPUT, write_events
 from state_bench_common import du
 
@@ -250,7 +252,7 @@ def conditions(args: argparse.Namespace) -> dict[str, Any]:
 def format_row(r: Result, flink: Result | None) -> str:
     head = f"{r.query:>5} {r.events:>10,} {r.engine:>10}"
     if r.error:
-        return f"{head} {r.error.splitlines()[-1][:150]}"
+        return f"{head} {r.error.splitlines()[-1][:300]}"
     ratio = (
         f"{r.per_core / flink.per_core:>7.2f}"
         if flink and flink.per_core and r.per_core
@@ -283,9 +285,34 @@ def run_engine(engine: str, query: str, events: int, events_dir: Path, work: Pat
         return Result(query, events, engine, error=f"failed: {exc}"[-800:])
 
 
+def run_all(args: argparse.Namespace, root: Path, jar: Path | None) -> list[Result]:
+    """Every query on every engine, for each event count (the events generated once);
+    the rows printed as each query ends, unless --json."""
+    results: list[Result] = []
+    if not args.json:
+        print(HEADER, flush=True)
+    events_root = args.events_root or Path(tempfile.gettempdir())
+    for events in args.events:
+        events_dir = write_events(events_root / f"nexmark-events-{events}-{args.splits}",
+                                  events, splits=args.splits)  # fmt: skip
+        for query in args.queries:
+            by_engine: dict[str, Result] = {}
+            for engine in [e for e in ENGINES if e in args.engines]:
+                work = root / f"{query}-{events}-{engine}"
+                work.mkdir()
+                by_engine[engine] = run_engine(engine, query, events, events_dir, work, args, jar)
+            results += by_engine.values()
+            for r in by_engine.values() if not args.json else ():
+                print(format_row(r, by_engine.get("flink")), flush=True)
+                for line in r.differences or []:
+                    print(f"{'':>28}{line[:300]}")
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", nargs="+", default=["q0", "q1", "q2"])
+    parser.add_argument("--queries", nargs="+", default=list(QUERIES),
+                        help="default: every query of the example package")  # fmt: skip
     parser.add_argument("--events", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
     parser.add_argument("--splits", type=int, default=4, help="event files (4)")
@@ -300,36 +327,20 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object at the end")
     args = parser.parse_args()
 
+    for query in args.queries:
+        if query not in QUERIES:
+            parser.error(why_not(query))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         parser.error("cannot become the child subreaper: the CPU of orphans would be lost")
     root = Path(tempfile.mkdtemp(prefix="nexmark-bench-"))
-    events_root = args.events_root or Path(tempfile.gettempdir())
     jar = (
         build_job(flink_home(), root / "flink-build", FLINK_JOB)
         if "flink" in args.engines
         else None
     )
     load_before = os.getloadavg()
-    results: list[Result] = []
-    if not args.json:
-        print(HEADER, flush=True)
-    for events in args.events:
-        events_dir = write_events(events_root / f"nexmark-events-{events}-{args.splits}",
-                                  events, splits=args.splits)  # fmt: skip
-        for query in args.queries:
-            by_engine: dict[str, Result] = {}
-            for engine in [e for e in ENGINES if e in args.engines]:
-                work = root / f"{query}-{events}-{engine}"
-                work.mkdir()
-                r = run_engine(engine, query, events, events_dir, work, args, jar)
-                by_engine[engine] = r
-                results.append(r)
-            for r in by_engine.values():
-                if not args.json:
-                    print(format_row(r, by_engine.get("flink")), flush=True)
-                    for line in r.differences or []:
-                        print(f"{'':>28}{line[:300]}")
+    results = run_all(args, root, jar)
     report = {
         "conditions": conditions(args) | {
             "load_average_before": load_before, "load_average_after": os.getloadavg()},
