@@ -51,6 +51,21 @@ def lines(directory: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in TransactionalFileSink(str(directory)).committed_lines()]
 
 
+def assert_sessions_committed(out: Path, late: Path) -> None:
+    """The sessions job over :func:`clicks` committed the sessions and the late clicks
+    computed offline, the sessions to ``out`` and the late clicks to ``late``."""
+    sessions, too_late = expected_sessions(clicks().all_records(), PER_EPOCH // SPLITS)
+    got = sorted(json.dumps(o, sort_keys=True) for o in lines(out))
+    assert got == sorted(
+        json.dumps({"key": u, "start": s, "end": e, "value": v}, sort_keys=True)
+        for (u, s, e), v in sessions.items()
+    )
+    assert too_late
+    assert sorted(json.dumps(x, sort_keys=True) for x in lines(late)) == sorted(
+        json.dumps(x, sort_keys=True) for x in too_late
+    )
+
+
 @pytest.mark.parametrize("backend", ["memory", "rocksdb"])
 def test_session_windows_match_an_offline_computation(
     spark: Any, tmp_path: Path, backend: str

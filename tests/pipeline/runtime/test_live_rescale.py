@@ -7,20 +7,19 @@ new parallelism. Bad parallelisms are refused. Real Spark, files and coordinator
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sparkpoint.examples.clicks import expected_state
-from sparkpoint.examples.sessions import expected_sessions, sessions_pipeline
+from sparkpoint.examples.sessions import sessions_pipeline
 from sparkpoint.pipeline import BackgroundChannel, EmbeddedChannel, PipelineDriver
 from sparkpoint.pipeline.sinks.files import IN_PROGRESS_DIR
 from sparkpoint.pipeline.state_processor.entries import read_state_entries
 from sparkpoint.storage import CheckpointStorage
 from tests.pipeline import support
-from tests.pipeline.api.test_windows import PER_EPOCH, SPLITS, clicks, lines
+from tests.pipeline.api.test_windows import assert_sessions_committed, clicks
 
 
 def parallelism_in(storage: CheckpointStorage, job_id: str, checkpoint_id: int) -> set[int]:
@@ -108,16 +107,7 @@ def test_live_rescale_of_session_windows_4_2_6_matches_the_offline_sessions(
     driver.finish()
     driver.close()
 
-    sessions, too_late = expected_sessions(clicks().all_records(), PER_EPOCH // SPLITS)
-    got = sorted(json.dumps(o, sort_keys=True) for o in lines(out))
-    assert got == sorted(
-        json.dumps({"key": u, "start": s, "end": e, "value": v}, sort_keys=True)
-        for (u, s, e), v in sessions.items()
-    )
-    assert too_late
-    assert sorted(json.dumps(x, sort_keys=True) for x in lines(late)) == sorted(
-        json.dumps(x, sort_keys=True) for x in too_late
-    )
+    assert_sessions_committed(out, late)
 
 
 def test_rescale_to_a_parallelism_the_job_cannot_run_at_is_refused(

@@ -6,17 +6,16 @@ savepoint used."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sparkpoint.checkpoint import CheckpointKind
-from sparkpoint.examples.sessions import expected_sessions, sessions_pipeline
+from sparkpoint.examples.sessions import sessions_pipeline
 from sparkpoint.pipeline import EmbeddedChannel, PipelineDriver
 from tests.pipeline import support
-from tests.pipeline.api.test_windows import PER_EPOCH, SPLITS, clicks, lines
+from tests.pipeline.api.test_windows import assert_sessions_committed, clicks
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -165,13 +164,4 @@ def test_side_outputs_sinks_commit_a_savepoints_output_once_after_a_restart(
     second = process()
     second.start()
     run_to_the_end(second)
-    sessions, too_late = expected_sessions(clicks().all_records(), PER_EPOCH // SPLITS)
-    got = sorted(json.dumps(o, sort_keys=True) for o in lines(out))
-    assert got == sorted(
-        json.dumps({"key": u, "start": s, "end": e, "value": v}, sort_keys=True)
-        for (u, s, e), v in sessions.items()
-    )
-    assert too_late
-    assert sorted(json.dumps(x, sort_keys=True) for x in lines(late)) == sorted(
-        json.dumps(x, sort_keys=True) for x in too_late
-    )
+    assert_sessions_committed(out, late)
