@@ -27,6 +27,7 @@ def _register_commands() -> None:
     from sparkpoint.ops.cli.jvm import jvm_group
     from sparkpoint.ops.cli.kafka import kafka_group
     from sparkpoint.ops.cli.metadata import metadata_group
+    from sparkpoint.ops.cli.package import package_command
     from sparkpoint.ops.cli.restore import restore
     from sparkpoint.ops.cli.run import run_command
     from sparkpoint.ops.cli.service import coordinator_group
@@ -41,6 +42,7 @@ def _register_commands() -> None:
     main.add_command(metadata_group)
     main.add_command(restore)
     main.add_command(run_command)
+    main.add_command(package_command)
     main.add_command(state_group)
     main.add_command(zookeeper_group)
     main.add_command(hdfs_group)
