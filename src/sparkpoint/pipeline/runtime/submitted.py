@@ -182,7 +182,12 @@ def ending(driver: PipelineDriver) -> str:
 
 
 def status_line(status: DriverStatus, outcome: str) -> str:
-    return (
+    """One line for the log: how the run ended; after a stop, the savepoint to start
+    the next version from."""
+    line = (
         f"{outcome}: epoch {status.epoch}, {status.records} records, last completed "
         f"checkpoint {status.last_completed}"
     )
+    if outcome == "stopped" and status.savepoints:
+        line += f"; savepoint {status.savepoints[max(status.savepoints)]}"
+    return line
