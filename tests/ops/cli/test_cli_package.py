@@ -22,7 +22,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # sparkpoint alone (its dependencies are not what this test is about), and PySpark
     # and py4j, which the archive must leave to the cluster.
     home = tmp_path_factory.mktemp("venv")
-    return pipeline_venv(home / "env", ".", "pyspark==4.3.0", "py4j", no_deps=True)
+    return pipeline_venv(home / "env", "pyspark==4.3.0", "py4j")
 
 
 def test_package_packs_the_venv_and_prints_spark_submit(venv: Path, tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ class PipelineRef:
         file = Path(where)
         if not file.is_file():
             raise click.BadParameter(f"no file {where}", param_hint="PIPELINE")
-        return cls(file.stem, attribute, file.resolve())
+        return cls(file.stem, attribute, file)  # as given: the line is run from here
 
     @property
     def spec(self) -> str:
@@ -142,7 +142,7 @@ def package_command(
     ref = PipelineRef.parse(pipeline)
     venv = (venv or Path(sys.prefix)).resolve()
     main_file(venv)  # before packing: fail fast when sparkpoint is not in it
-    archive = pack(venv, output.resolve())
+    archive = pack(venv, output)
     click.echo(f"packed {venv} into {archive}", err=True)
     command = submit_command(
         ref, archive, venv, master=master, deploy_mode=deploy_mode, run_args=run_args
