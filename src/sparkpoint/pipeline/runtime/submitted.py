@@ -14,6 +14,7 @@ import importlib
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from types import FrameType
@@ -165,7 +166,7 @@ def run_submitted(
         driver.run()
         outcome = ending(driver)
         if outcome == "finished":
-            driver.finish()
+            finish(driver, remote=bool(settings.addresses))
     except (KeyboardInterrupt, Terminated):
         outcome = "interrupted"
     finally:
@@ -173,6 +174,31 @@ def run_submitted(
         driver.close()
     report(driver.status, event=outcome)
     return outcome, driver.status
+
+
+def finish(driver: PipelineDriver, *, remote: bool, timeout_s: float = 300.0) -> None:
+    """Commit everything read: a last completed checkpoint taken after the input ended.
+
+    Embedded, the driver triggers it. With coordinators, triggering one is an operator's
+    call, which a driver's token may not make (docs/security.md): the driver waits
+    instead for the next periodic checkpoint it snapshots from here on — one with an id
+    above every checkpoint it has acknowledged, declined or seen end so far."""
+    if not remote:
+        driver.finish()
+        return
+    status = driver.status
+    seen = [*status.completed, *status.acknowledged]
+    seen += [cid for cid, _ in (*status.aborted, *status.declined)]
+    before = max(seen, default=0)
+    deadline = time.monotonic() + timeout_s
+    while not any(cid > before for cid in status.completed):
+        if driver.stopped:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no checkpoint completed after the input ended in {timeout_s} s")
+        if not driver.run_epoch():
+            time.sleep(0.02)  # waiting for the coordinator's next trigger
+    status.finished = True
 
 
 def ending(driver: PipelineDriver) -> str:
