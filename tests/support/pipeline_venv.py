@@ -35,5 +35,10 @@ def pipeline_venv(venv: Path, *others: str, extras: tuple[str, ...] = ()) -> Pat
         uv("export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "--quiet",
            *extra_args, "-o", str(locked))  # fmt: skip
         uv("pip", "install", "--quiet", "--offline", "--no-deps", "-r", str(locked), venv=venv)
-    uv("pip", "install", "--quiet", "--offline", "--no-deps", str(ROOT), *others, venv=venv)
+    # A wheel built afresh: uv's cache of a local project is keyed by pyproject.toml, not
+    # by src/, so installing the directory could install an older build.
+    wheels = venv.parent / f"{venv.name}-wheel"
+    uv("build", "--wheel", "--offline", "--quiet", "-o", str(wheels), str(ROOT))
+    [wheel] = wheels.glob("sparkpoint-*.whl")
+    uv("pip", "install", "--quiet", "--offline", "--no-deps", str(wheel), *others, venv=venv)
     return venv
