@@ -21,6 +21,7 @@ from sparkpoint.examples.nexmark.hot_items import SIZE_MS, SLIDE_MS
 from sparkpoint.examples.nexmark.new_users import WINDOW_MS as NEW_USERS_WINDOW_MS
 from sparkpoint.examples.nexmark.queries import QUERIES
 from sparkpoint.examples.nexmark.sessions import GAP_MS
+from sparkpoint.examples.nexmark.winning_bids import PRECEDING
 from sparkpoint.pipeline import TransactionalFileSink, to_json_line
 
 Row = dict[str, Any]
@@ -199,6 +200,16 @@ SQL: dict[str, str] = {
         SELECT category, sum(final) // count(*) AS final FROM (
             SELECT a.id, a.category, max(b.price) AS final FROM {IN_LIFETIME} GROUP BY ALL)
         GROUP BY category""",
+    "q6": f"""
+        WITH winners AS (
+            SELECT a.id, a.seller, b.price, b.date_time, row_number() OVER (
+                PARTITION BY a.id
+                ORDER BY b.price DESC, b.date_time, b.bidder, b.channel, b.url, b.extra) AS n
+            FROM {IN_LIFETIME})
+        SELECT seller, id AS auction, sum(price) OVER w // count(*) OVER w AS avg_price
+        FROM winners WHERE n = 1
+        WINDOW w AS (PARTITION BY seller ORDER BY date_time, id
+                     ROWS BETWEEN {PRECEDING} PRECEDING AND CURRENT ROW)""",
     "q8": new_users_sql(NEW_USERS_WINDOW_MS),
     "q9": f"""
         SELECT * EXCLUDE (n) FROM (

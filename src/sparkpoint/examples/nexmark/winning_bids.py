@@ -1,7 +1,7 @@
 """q9, q4 and q6: each auction joined with the bids made during its lifetime — from its
 ``date_time`` to its ``expires``, both included — and its winning bid: the highest,
 the earliest of equal ones (q9); then the average winning price per category (q4) and
-per seller over its last closed auctions (q6).
+per seller over its last closed auctions (q6: an upserted OVER window, SellerAverages).
 
 The suite writes the join as a regular join with the lifetime in its WHERE clause, then
 ``ROW_NUMBER()`` (q9) or ``MAX`` (q4) over it: an updating result, final once every bid
@@ -20,6 +20,7 @@ winner does not depend on arrival order (the suite's ``ROW_NUMBER`` picks any).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from typing import Any
 
@@ -142,6 +143,42 @@ class CategoryAverage(KeyedProcessFunction):
         ctx.collect({"category": key, "final": prices // count, "version": count})
 
 
+#: q6's frame: ``ROWS BETWEEN 10 PRECEDING AND CURRENT ROW`` (so up to 11 auctions, where
+#: the suite's prose says the last 10).
+PRECEDING = 10
+
+
+def seller_sale(auction: Event, bid: Event) -> Row:
+    """What q6 needs of a closed auction: its seller, and its winning bid's time and price
+    (the auction's id orders two winning bids of one time)."""
+    return {"seller": auction["seller"], "sold_at": (bid["date_time"], auction["id"]),
+            "price": bid["price"]}  # fmt: skip
+
+
+class SellerAverages(KeyedProcessFunction):
+    """Per seller, its closed auctions ordered by their winning bid's time (then by id),
+    each with the average price of itself and the ``PRECEDING`` before it: the suite's
+    OVER window. An auction closes when its lifetime ends, not in the order of its
+    winning bid's time, so it may fall before auctions already there: its row and those
+    of the ``PRECEDING`` after it change, and are emitted as upserts of (seller,
+    auction), with ``version`` (the count of the seller's closed auctions so far)."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        #: ((bid time, auction id), price) of each closed auction, in that order.
+        self.sales = ctx.get_state(ValueStateDescriptor("sales", ()))
+
+    def process_element(self, key: Key, value: Row, ctx: Context) -> None:
+        sales = list(self.sales.value())
+        sold_at = tuple(value["sold_at"])
+        at = bisect.bisect_left(sales, (sold_at,))
+        sales.insert(at, (sold_at, value["price"]))
+        self.sales.update(tuple(sales))
+        for row in range(at, min(at + PRECEDING + 1, len(sales))):
+            frame = [price for _, price in sales[max(0, row - PRECEDING) : row + 1]]
+            ctx.collect({"seller": key, "auction": sales[row][0][1],
+                         "avg_price": sum(frame) // len(frame), "version": len(sales)})  # fmt: skip
+
+
 def winners(files: EventFiles, winner: WinningBids, *, lean: bool = False) -> Pipeline:
     """The auctions and the bids into ``winner``; ``lean``: only the fields q4 needs
     cross the shuffle and wait in state."""
@@ -154,6 +191,14 @@ def winners(files: EventFiles, winner: WinningBids, *, lean: bool = False) -> Pi
         auctions.key_by(Field("id"), key_type=int)
         .connect(keyed_bids)
         .process(winner, uid="winning-bids")
+    )
+
+
+def q6(files: EventFiles) -> Pipeline:
+    return (
+        winners(files, WinningBids(seller_sale))
+        .key_by(Field("seller"), key_type=int)
+        .process(SellerAverages(), uid="seller-averages")
     )
 
 
