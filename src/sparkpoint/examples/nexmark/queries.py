@@ -94,7 +94,9 @@ QUERIES: dict[str, Query] = {
             winning_bids.q6,
             upsert_key=("seller", "auction"),
         ),
-        _joined("the persons who opened an auction in their first 10 s window", new_users.q8),
+        _joined(
+            "the persons who opened an auction in the 10 s window they entered in", new_users.q8
+        ),
         _joined("each auction with its winning bid", winning_bids.q9),
         _joined("the bids on auctions of category 10, with the auction", regular_join.q20),
     )
