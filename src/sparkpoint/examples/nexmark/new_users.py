@@ -20,6 +20,7 @@ from sparkpoint.pipeline import (
     Pipeline,
     ProcessJoinFunction,
     RuntimeContext,
+    StateTtlConfig,
     TumblingEventTimeWindows,
     ValueStateDescriptor,
 )
@@ -27,12 +28,18 @@ from sparkpoint.pipeline import (
 WINDOW_MS = 10_000
 
 
+#: The mark of a person emitted is needed only while its window's pairs are handed over,
+#: all in one timer's call, in one epoch's task, whose processing time is one instant:
+#: a TTL of 1 ms of processing time keeps it that long and lets checkpoints drop it.
+WHILE_FIRING = StateTtlConfig(1)
+
+
 class NewUser(ProcessJoinFunction):
     """A person and one of the auctions they opened in the window: the person's row,
     once per window (the pairs of a window come one after another)."""
 
     def open(self, ctx: RuntimeContext) -> None:
-        self.emitted_for = ctx.get_state(ValueStateDescriptor("emitted-for"))
+        self.emitted_for = ctx.get_state(ValueStateDescriptor("emitted-for", ttl=WHILE_FIRING))
 
     def process_element(self, left: Event, right: Event, ctx: JoinContext) -> None:
         assert ctx.window is not None
