@@ -53,6 +53,19 @@ def test_a_query_commits_its_oracle_result(
     assert oracle.differences(expected, oracle.committed_rows(name, out)) == []
 
 
+def run_to_end(query: Pipeline, spark: SparkSession, work: Path) -> int:
+    """Run ``query``'s rows into ``work/out`` to the end of the events: its epochs."""
+    pipeline = query.sink(TransactionalFileSink(str(work / "out")))
+    driver = PipelineDriver(pipeline, spark, EmbeddedChannel(str(work / "ckpt")))
+    try:
+        driver.start()
+        driver.run()
+        driver.finish()
+    finally:
+        driver.close()
+    return driver.status.epoch
+
+
 SHORT_WINDOWS = {
     "q5": (partial(hot_items.q5, size_ms=100, slide_ms=20), oracle.hot_items_sql(100, 20)),
     "q7": (partial(highest_bid.q7, size_ms=10), oracle.highest_bid_sql(10)),
@@ -70,14 +83,7 @@ def test_short_windows_give_many_results_per_key(
     bids = bid_stream(
         f"nexmark-{name}-short", events_dir, parallelism=2, bytes_per_epoch=BYTES_PER_EPOCH
     )
-    pipeline = build(bids).sink(TransactionalFileSink(str(tmp_path / "out")))
-    driver = PipelineDriver(pipeline, spark, EmbeddedChannel(str(tmp_path / "ckpt")))
-    try:
-        driver.start()
-        driver.run()
-        driver.finish()
-    finally:
-        driver.close()
+    run_to_end(build(bids), spark, tmp_path)
     expected = oracle.rows_of(sql, events_dir)
     assert len(expected) > 2 * len(oracle.expected_rows(name, events_dir))
     assert oracle.differences(expected, oracle.committed_rows(name, tmp_path / "out")) == []
@@ -116,15 +122,7 @@ def test_a_join_does_not_depend_on_which_input_runs_ahead(
     """The records that come before what they join wait for it in the key's state (and
     q9's bids until the watermark passes them)."""
     files = FirstInputBehind(f"nexmark-{name}-behind", events_dir, 2, BYTES_PER_EPOCH)
-    pipeline = QUERIES[name].build(files).sink(TransactionalFileSink(str(tmp_path / "out")))
-    driver = PipelineDriver(pipeline, spark, EmbeddedChannel(str(tmp_path / "ckpt")))
-    try:
-        driver.start()
-        driver.run()
-        driver.finish()
-    finally:
-        driver.close()
-    assert driver.status.epoch >= 6
+    assert run_to_end(QUERIES[name].build(files), spark, tmp_path) >= 6
     assert oracle.check(name, events_dir, tmp_path / "out") == []
 
 
