@@ -17,9 +17,11 @@ from sparkpoint.examples.sessions import sessions_pipeline
 from sparkpoint.pipeline import BackgroundChannel, EmbeddedChannel, PipelineDriver
 from sparkpoint.pipeline.sinks.files import IN_PROGRESS_DIR
 from sparkpoint.pipeline.state_processor.entries import read_state_entries
+from sparkpoint.runs.errors import InvalidParallelismError
 from sparkpoint.storage import CheckpointStorage
 from tests.pipeline import support
 from tests.pipeline.api.test_windows import assert_sessions_committed, clicks
+from tests.support.waiting import wait_until
 
 
 def parallelism_in(storage: CheckpointStorage, job_id: str, checkpoint_id: int) -> set[int]:
@@ -126,3 +128,41 @@ def test_rescale_to_a_parallelism_the_job_cannot_run_at_is_refused(
     assert driver.status.acknowledged == [] and driver.status.rescales == []
     assert graph_parallelism(channel) == {4}
     driver.close()
+
+
+def test_a_rescale_requested_of_the_job_is_applied_by_its_driver_and_reported(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A request stored with the job's record (as ``POST /v1/jobs/{id}/rescale`` stores
+    it) reaches the running driver with a heartbeat; it rescales at the next epoch
+    boundary and reports when, which the record then says. A request at the parallelism
+    the job runs at changes nothing; one the job cannot run at is refused."""
+    job = "live-requested"
+    p = support.pipeline(job, tmp_path / "out", 4, records_per_epoch=150)
+    channel = EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=support.MANUAL)
+    driver = PipelineDriver(p, spark, BackgroundChannel(channel, interval_s=0.01))
+    driver.start()
+    driver.run(max_epochs=1)
+    assert channel.request_rescale(4).state == "unchanged"
+    with pytest.raises(InvalidParallelismError, match=r"between 1 and the job's max .* 128"):
+        channel.request_rescale(129)
+
+    asked = channel.request_rescale(2)
+    assert asked.state == "pending" and channel.rescale_request() == asked
+    wait_until(
+        lambda: driver.run_epoch() is not None and channel.rescale_request().state == "applied",
+        timeout=120,
+        message="the driver applies the request and reports it",
+    )
+    (done,) = driver.status.rescales
+    applied = channel.rescale_request()
+    assert (done.before, done.after) == (4, 2)
+    assert (applied.request_id, applied.parallelism) == (asked.request_id, 2)
+    assert (applied.epoch, applied.checkpoint_id) == (done.epoch, done.checkpoint_id)
+    assert parallelism_in(CheckpointStorage(str(tmp_path / "ckpt")), job, done.checkpoint_id) == {4}
+    assert graph_parallelism(channel) == {2}
+    driver.run()
+    last = driver.finish()
+    driver.close()
+    assert parallelism_in(CheckpointStorage(str(tmp_path / "ckpt")), job, last) == {2}
+    assert support.committed(p) == support.expected()
