@@ -93,10 +93,12 @@ def rescale(driver: PipelineDriver, parallelism: int, timeout_s: float) -> Resca
     if driver.stopped:
         raise RuntimeError(f"job {driver.graph.job_id}: the driver stopped; nothing to rescale")
     driver._rescaling = True  # a request heard meanwhile waits (it is heard again)
+    driver.status.rescaling = parallelism
     try:
         return _rescale(driver, parallelism, timeout_s)
     finally:
         driver._rescaling = False
+        driver.status.rescaling = None
 
 
 def _rescale(driver: PipelineDriver, parallelism: int, timeout_s: float) -> Rescaled:
