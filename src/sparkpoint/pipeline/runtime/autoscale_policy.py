@@ -1,7 +1,7 @@
-"""When to rescale a running job by itself: the autoscaler's policy (off by default;
-docs/operations.md, "Autoscaling"). Pure: recorded observations in, a decision with its
-reason out — no Spark, no coordinator — so it is tested with recorded inputs; what acts
-on a decision is a rescale request like an operator's (``sparkpoint.runs.rescales``).
+"""When to rescale a running job by itself: the autoscaler's policy (off by default).
+Pure: recorded observations in, a decision with its reason out — no Spark, no
+coordinator — so it is tested with recorded inputs. Nothing acts on its decisions yet;
+what will is a rescale request like an operator's (``sparkpoint.runs.rescales``).
 
 Each epoch the driver records an :class:`Observation`: how long the epoch took against
 its budget (the share of the time it may take, the checkpoint interval by default) and
