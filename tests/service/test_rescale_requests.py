@@ -86,6 +86,8 @@ def test_a_rescale_request_survives_the_leader_and_says_when_it_took_effect(
 
         asked = rescale_cli(at, "--parallelism", "3")
         assert (asked["state"], asked["parallelism"]) == ("pending", 3)
+        shown = CliRunner().invoke(main, ["jobs", "show", JOB, "--coordinator", at])
+        assert f"rescale to 3 pending (request {asked['request_id']})" in shown.output
     finally:
         first.stop()
 
