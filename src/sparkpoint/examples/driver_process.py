@@ -108,6 +108,7 @@ def progress_reporter(
             "records": status.records,
             "restored_from": status.restored_from,
             "last_completed": status.last_completed,
+            "rescaling": status.rescaling,
             **(details(status) if details is not None else {}),
             "time": time.time(),
             "pid": os.getpid(),

@@ -27,6 +27,7 @@ def _register_commands() -> None:
     from sparkpoint.ops.cli.jvm import jvm_group
     from sparkpoint.ops.cli.kafka import kafka_group
     from sparkpoint.ops.cli.metadata import metadata_group
+    from sparkpoint.ops.cli.rescale import rescale_command
     from sparkpoint.ops.cli.restore import restore
     from sparkpoint.ops.cli.service import coordinator_group
     from sparkpoint.ops.cli.shared import shared_check_command
@@ -48,6 +49,9 @@ def _register_commands() -> None:
     checkpoints_group.add_command(gc_command)
     checkpoints_group.add_command(shared_check_command)
     jobs_group.add_command(cancel_command)
+    jobs_group.add_command(rescale_command)
+    # `sparkpoint job rescale …` as well: the same commands under the singular, unlisted.
+    main.add_command(click.Group("job", commands=jobs_group.commands, hidden=True))
     for command in STATUS_COMMANDS:
         main.add_command(command)
 
