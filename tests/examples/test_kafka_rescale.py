@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 def rescale_cli(cluster: list[ReplicaProcess], job: str, *args: str) -> dict[str, Any]:
     at = [a for r in cluster for a in ("--coordinator", f"127.0.0.1:{r.port}")]
-    result = CliRunner().invoke(main, ["job", "rescale", "--job", job, *args, *at, "--json"])
+    result = CliRunner().invoke(main, ["jobs", "rescale", "--job", job, *args, *at, "--json"])
     assert result.exit_code == 0, result.output
     reply: dict[str, Any] = json.loads(result.output)
     return reply

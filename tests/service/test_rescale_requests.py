@@ -27,7 +27,7 @@ from .test_api_requests import JOB, _service, register
 
 def rescale_cli(address: str, *args: str) -> Any:
     result = CliRunner().invoke(
-        main, ["job", "rescale", "--job", JOB, *args, "--coordinator", address, "--json"]
+        main, ["jobs", "rescale", "--job", JOB, *args, "--coordinator", address, "--json"]
     )
     assert result.exit_code == 0, result.output
     return json.loads(result.output)

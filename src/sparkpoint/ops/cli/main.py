@@ -50,8 +50,6 @@ def _register_commands() -> None:
     checkpoints_group.add_command(shared_check_command)
     jobs_group.add_command(cancel_command)
     jobs_group.add_command(rescale_command)
-    # `sparkpoint job rescale …` as well: the same commands under the singular, unlisted.
-    main.add_command(click.Group("job", commands=jobs_group.commands, hidden=True))
     for command in STATUS_COMMANDS:
         main.add_command(command)
 

@@ -91,7 +91,7 @@ class PipelineDriver:
     silent or exited — then restores the latest completed checkpoint and returns, at the
     job's parallelism when the job was rescaled meanwhile (runtime/rescale.py).
 
-    A rescale asked of the job from outside (``sparkpoint job rescale``, the REST API, the
+    A rescale asked of the job from outside (``sparkpoint jobs rescale``, the REST API, the
     UI) comes with a heartbeat and is applied before the next epoch, as :meth:`rescale`.
     """
 

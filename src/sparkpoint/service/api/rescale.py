@@ -4,7 +4,7 @@ An operator asks (``POST /v1/jobs/{job_id}/rescale``); the request is stored wit
 job's record in ZooKeeper and the job's active driver run applies it at its next epoch
 boundary, then reports when it took effect (``POST …/rescale/{request_id}/applied``, a
 driver call). ``GET /v1/jobs/{job_id}`` (any replica) shows the last request and its
-state; ``sparkpoint job rescale --wait`` polls it.
+state; ``sparkpoint jobs rescale --wait`` polls it.
 """
 
 from __future__ import annotations
