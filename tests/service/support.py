@@ -172,6 +172,24 @@ def start_in_process(
     return service
 
 
+def start_alone(tmp_path: Path, settings: dict[str, str] | None = None) -> Service:
+    """A coordinator replica in this process without high availability (it leads alone),
+    auth off unless ``settings`` turn it on."""
+    config = load_config(
+        overrides={
+            "high-availability.type": "none",
+            "rest.port": "0",
+            "rest.auth.enabled": "false",
+            "state.checkpoints.dir": str(tmp_path / "checkpoints"),
+            **(settings or {}),
+        },
+        environ={},
+    )
+    service = start_service(config)
+    wait_until(service.replica.is_ready, timeout=20, message="replica leads")
+    return service
+
+
 def make_graph(job_id: str, parallelism: int = 2) -> JobGraph:
     return JobGraph(
         job_id,

@@ -12,10 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sparkpoint.config import load_config
-from sparkpoint.service import Service, start_service
-from tests.service.support import make_graph
-from tests.support.waiting import wait_until
+from sparkpoint.service import Service
+from tests.service.support import make_graph, start_alone
 from tests.ui.browser import Browser
 from tests.ui.test_auth import sign_in
 
@@ -32,17 +30,9 @@ def tokens() -> dict[str, str]:
 def service(tmp_path: Path, tokens: dict[str, str]) -> Iterator[Service]:
     token_file = tmp_path / "tokens"
     token_file.write_text("".join(f"{role} ui-{role} {t}\n" for role, t in tokens.items()))
-    config = load_config(
-        overrides={
-            "high-availability.type": "none",
-            "rest.port": "0",
-            "rest.auth.token-file": str(token_file),
-            "state.checkpoints.dir": str(tmp_path / "checkpoints"),
-        },
-        environ={},
+    svc = start_alone(
+        tmp_path, {"rest.auth.enabled": "true", "rest.auth.token-file": str(token_file)}
     )
-    svc = start_service(config)
-    wait_until(svc.replica.is_ready, timeout=20, message="replica leads")
     yield svc
     svc.stop()
 
