@@ -1,7 +1,8 @@
 """The pipeline API: source → [stages] → key_by → process → [stages → key_by →
 process …] → [stages] → sink, and the job graph it makes. Several sources go into the
 first keyed stage through ``union`` (one stream of records of the same shape) or
-``connect`` (two keyed streams into one :class:`KeyedCoProcessFunction`). Stages
+``connect`` (two keyed streams into one :class:`KeyedCoProcessFunction`), or a join of
+two keyed streams (join_entries.py). Stages
 (``map``, ``filter``, ``flat_map``, ``dataframe``) called before ``key_by`` run on each
 record before it is keyed; called after ``process``, on the keyed function's outputs,
 before the next ``key_by`` or the sink (stages.py).
@@ -31,6 +32,7 @@ from sparkpoint.pipeline.api.broadcast import (
 )
 from sparkpoint.pipeline.api.event_time import WatermarkStrategy
 from sparkpoint.pipeline.api.functions import KeyedProcessFunction
+from sparkpoint.pipeline.api.join_entries import JoinEntries
 from sparkpoint.pipeline.api.several_sources import (
     SourceInput,
     TypedKey,
@@ -56,7 +58,6 @@ from sparkpoint.pipeline.state.backend import StateBackend, default_state_backen
 from sparkpoint.statefiles import default_max_parallelism
 
 if TYPE_CHECKING:
-    from sparkpoint.pipeline.api.joins import IntervalJoin, WindowJoin
     from sparkpoint.pipeline.api.keyed_state import MapStateDescriptor
     from sparkpoint.pipeline.api.windows import (
         AggregateFunction,
@@ -79,7 +80,7 @@ class KeyedStage:
 
 
 @dataclass(frozen=True)
-class Pipeline:
+class Pipeline(JoinEntries):
     """An immutable description; each builder call returns a new one. Every operator
     has a stable uid (defaults ``source``, ``process``, ``sink``): uids, not positions,
     match state to operators on restore, so keep them when changing a job. Stages have
@@ -246,20 +247,6 @@ class Pipeline:
         """This unkeyed stream to every subtask of a keyed function, which keeps it in the
         maps ``descriptors`` (broadcast.py): ``keyed.connect(rules.broadcast(RULES))``."""
         return broadcast_stream(self, descriptors)
-
-    def interval_join(self, other: Pipeline) -> IntervalJoin:
-        """This keyed stream (left) joined with keyed ``other`` (right) within an event-time
-        interval: ``.between(lower_ms, upper_ms).process(ProcessJoinFunction)`` (joins.py)."""
-        from sparkpoint.pipeline.api.joins import IntervalJoin
-
-        return IntervalJoin(self.connect(other))
-
-    def window_join(self, other: Pipeline) -> WindowJoin:
-        """This keyed stream (left) joined with keyed ``other`` (right) in event-time
-        windows: ``.window(assigner).apply(ProcessJoinFunction)`` (joins.py)."""
-        from sparkpoint.pipeline.api.joins import WindowJoin
-
-        return WindowJoin(self.connect(other))
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)

@@ -50,7 +50,8 @@ class JoinContext:
     def __init__(self) -> None:
         self.current_key: Key = None
         self.left_timestamp = 0
-        self.right_timestamp = 0
+        #: None for a left outer join's left record without a partner (right is None).
+        self.right_timestamp: int | None = 0
         #: The window of a window join's pair (None in an interval join).
         self.window: TimeWindow | None = None
         self._ctx: Context | None = None
@@ -61,6 +62,8 @@ class JoinContext:
         of the pair's timestamps."""
         if self.window is not None:
             return self.window.max_timestamp
+        if self.right_timestamp is None:
+            return self.left_timestamp
         return max(self.left_timestamp, self.right_timestamp)
 
     def _context(self) -> Context:
@@ -161,7 +164,7 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
         ctx.register_event_time_timer(until)
 
     def _join(self, key: Key, left: tuple[Any, int], right: tuple[Any, int], ctx: Context) -> None:
-        join_pair(self.function, self.join_ctx, ctx, key, left, right, None)
+        join_pair(self.function, self.join_ctx, ctx, key, left, right)
 
     def on_timer(self, timestamp: int, key: Key, ctx: TimerContext) -> None:
         # One timer time may end the wait of a left and of a right timestamp.
@@ -174,17 +177,18 @@ def join_pair(
     join_ctx: JoinContext,
     ctx: Context,
     key: Key,
-    left: tuple[Any, int],
-    right: tuple[Any, int],
-    window: TimeWindow | None,
+    left: tuple[Any, int | None],
+    right: tuple[Any, int | None] | None,
+    window: TimeWindow | None = None,
 ) -> None:
-    """Hands the pair (each ``(value, timestamp)``) to ``function``; what it collects
-    carries ``join_ctx.timestamp``."""
+    """Hands the pair (each ``(value, timestamp)``; ``right`` None: a left record
+    without a partner) to ``function``; what it collects carries ``join_ctx.timestamp``."""
     join_ctx._ctx, join_ctx.current_key, join_ctx.window = ctx, key, window
-    join_ctx.left_timestamp, join_ctx.right_timestamp = left[1], right[1]
+    right_value, right_ts = right if right is not None else (None, None)
+    join_ctx.left_timestamp, join_ctx.right_timestamp = left[1], right_ts
     record_ts, ctx.timestamp = ctx.timestamp, join_ctx.timestamp
     try:
-        function.process_element(left[0], right[0], join_ctx)
+        function.process_element(left[0], right_value, join_ctx)
     finally:
         ctx.timestamp = record_ts
 
