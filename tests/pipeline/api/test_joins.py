@@ -157,8 +157,9 @@ def test_bad_joins_are_refused_with_what_is_wrong() -> None:
         a.interval_join(untimed).between(0, 1).process(OrderShipped())
     with pytest.raises(ValueError, match="is not keyed: call key_by on both"):
         a.interval_join(p.source(shipments(), uid="d")).between(0, 1)
-    with pytest.raises(ValueError, match="takes tumbling or sliding windows, not Event"):
-        a.window_join(b).window(EventTimeSessionWindows(gap_ms=10))
+    with pytest.raises(TypeError, match=r"window join takes a window assigner .* got 10"):
+        a.window_join(b).window(10)  # type: ignore[arg-type]
+    a.window_join(b).window(EventTimeSessionWindows(gap_ms=10))  # sessions are joined too
     # The unbounded stream join.
     with pytest.raises(ValueError, match="left outer stream join needs with_ttl"):
         a.join(b).left_outer().process(OrderShipped())

@@ -1,6 +1,6 @@
-"""The unbounded stream join (inner and left outer, with a TTL) on real Spark (local
-mode): what the sinks commit — the joined pairs, the left records without a partner
-and the late records — equals an offline computation of the
+"""The unbounded stream join (inner and left outer, with a TTL) and the session-window
+join on real Spark (local mode): what the sinks commit — the joined pairs, the left
+records without a partner and the late records — equals an offline computation of the
 same out-of-order inputs with late records, across savepoints restored at other
 parallelisms (4 → 3 → 6) on both state backends; the join's waiting records are
 visible in its keyed state while it runs and gone at the end."""
@@ -23,8 +23,10 @@ from sparkpoint.examples.shipments import (
     keyed_inputs,
 )
 from sparkpoint.pipeline import (
+    LATE,
     MIN_WATERMARK,
     ClickEventSource,
+    EventTimeSessionWindows,
     JoinContext,
     Pipeline,
     ProcessJoinFunction,
@@ -37,6 +39,7 @@ from tests.pipeline import support
 SPLITS, PER_EPOCH = 4, 200
 PER_SPLIT = PER_EPOCH // SPLITS
 TTL_MS = 700
+GAP_MS = 1_000
 
 
 def clicks(seed: int) -> ClickEventSource:
@@ -128,6 +131,51 @@ def expected_stream_join(left_outer: bool) -> tuple[list[str], list[str], list[s
     return sorted(lines), sorted(late[0]), sorted(late[1])
 
 
+def expected_session_join() -> tuple[list[str], list[str]]:
+    """Offline, sorted: the lines of the session-window join and the late records. Each
+    customer's sessions (both sides' records) are followed epoch by epoch: those whose
+    last ms the epoch's watermark reached fire, then the epoch's records merge in; a
+    record whose merged session would be fired already is late."""
+    marks, records = timed_inputs()
+    by_customer: dict[str, list[tuple[int, int, Any]]] = {}
+    for side, epoch, value in records:
+        by_customer.setdefault(value["customer"], []).append((epoch, side, value))
+    lines, late = [], []
+    for customer_records in by_customer.values():
+        open_sessions: list[list[Any]] = []  # [start, end, lefts, rights]
+        fired = []
+        for epoch in [*sorted({e for e, _, _ in customer_records}), None]:
+            mark = mark_of(marks, epoch) if epoch is not None else 2**63 - 1
+            fired += [s for s in open_sessions if s[1] - 1 <= mark]
+            open_sessions = [s for s in open_sessions if s[1] - 1 > mark]
+            for _, side, value in sorted(
+                (r for r in customer_records if r[0] == epoch), key=lambda r: r[2]["ts"]
+            ):
+                ts = value["ts"]
+                touching = [s for s in open_sessions if ts < s[1] and s[0] < ts + GAP_MS]
+                start = min([ts, *(s[0] for s in touching)])
+                end = max([ts + GAP_MS, *(s[1] for s in touching)])
+                if end - 1 <= mark:
+                    # Far too late: no session near it, whatever order the epoch had.
+                    assert ts + GAP_MS < mark - 60_000, value
+                    late.append(to_json_line(value))
+                    continue
+                merged: list[Any] = [start, end, [], []]
+                for s in touching:
+                    merged[2] += s[2]
+                    merged[3] += s[3]
+                    open_sessions.remove(s)
+                merged[2 + side].append(value)
+                open_sessions.append(merged)
+        lines += [
+            to_json_line(joined(o, s, start))
+            for start, _, orders, shipments in fired
+            for o in orders
+            for s in shipments
+        ]
+    return sorted(lines), sorted(late)
+
+
 # -- the runs ---------------------------------------------------------------------------
 
 
@@ -142,6 +190,18 @@ def stream_join(tmp_path: Path, parallelism: int, backend: str, left_outer: bool
         .sink(json_lines(str(tmp_path / "out")))
         .side_output(LATE_ORDERS, json_lines(str(tmp_path / "late" / "orders")))
         .side_output(LATE_SHIPMENTS, json_lines(str(tmp_path / "late" / "shipments")))
+        .with_state_backend(backend)
+    )
+
+
+def session_join(tmp_path: Path, parallelism: int, backend: str) -> Pipeline:
+    left, right = keyed_inputs("session-join", orders(), shipments(), parallelism)
+    return (
+        left.window_join(right)
+        .window(EventTimeSessionWindows(gap_ms=GAP_MS))
+        .apply(OrderMaybeShipped(), uid="joined")
+        .sink(json_lines(str(tmp_path / "out")))
+        .side_output(LATE, json_lines(str(tmp_path / "late")))
         .with_state_backend(backend)
     )
 
@@ -193,3 +253,16 @@ def expected_stream_join_without_ttl() -> list[str]:
         for other, s in kept
         if other == 1 and s["customer"] == o["customer"]
     ]
+
+
+@pytest.mark.parametrize("backend", ["memory", "rocksdb"])
+def test_session_window_join_rescaled_4_3_6_equals_the_offline_join(
+    spark: Any, tmp_path: Path, backend: str
+) -> None:
+    at3 = run_4_3_6(spark, tmp_path, lambda p: session_join(tmp_path, p, backend))
+    lines, late = expected_session_join()
+    got = committed(tmp_path / "out")
+    assert len(got) > 200 and got == lines
+    assert late and committed(tmp_path / "late") == late
+    assert "window-join" in state_names(spark, at3)
+    assert "window-join" not in state_names(spark, str(tmp_path / "6" / "session-join"))
