@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sparkpoint.pipeline.api.builder import Pipeline
     from sparkpoint.pipeline.api.joins import IntervalJoin, WindowJoin
+    from sparkpoint.pipeline.api.lookup import LookupJoin, LookupTable
     from sparkpoint.pipeline.api.stream_join import StreamJoin
 
 
 class JoinEntries:
-    """``interval_join``, ``window_join`` and ``join`` of a keyed ``Pipeline``."""
+    """``interval_join``, ``window_join`` and ``join`` of a keyed ``Pipeline`` with
+    another, ``lookup_join`` with a table."""
 
     def interval_join(self: Pipeline, other: Pipeline) -> IntervalJoin:  # type: ignore[misc]
         """This keyed stream (left) joined with keyed ``other`` (right) within an event-time
@@ -36,3 +38,11 @@ class JoinEntries:
         from sparkpoint.pipeline.api.stream_join import StreamJoin
 
         return StreamJoin(self.connect(other))
+
+    def lookup_join(self: Pipeline, table: LookupTable) -> LookupJoin:  # type: ignore[misc]
+        """This keyed stream joined with the rows of ``table`` that have its key, the
+        table as read at the epoch's start: ``[.left_outer()].process(ProcessJoinFunction)``
+        (lookup.py)."""
+        from sparkpoint.pipeline.api.lookup import lookup_join
+
+        return lookup_join(self, table)

@@ -183,8 +183,9 @@ def join_pair(
     right: tuple[Any, int | None] | None,
     window: TimeWindow | None = None,
 ) -> None:
-    """Hands the pair (each ``(value, timestamp)``; ``right`` None: a left record
-    without a partner) to ``function``; what it collects carries ``join_ctx.timestamp``."""
+    """Hands the pair (each ``(value, timestamp)``, a lookup table's row without one;
+    ``right`` None: a left record without a partner) to ``function``; what it collects
+    carries ``join_ctx.timestamp``."""
     join_ctx._ctx, join_ctx.current_key, join_ctx.window = ctx, key, window
     right_value, right_ts = right if right is not None else (None, None)
     join_ctx.left_timestamp, join_ctx.right_timestamp = left[1], right_ts
