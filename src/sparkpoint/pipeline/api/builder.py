@@ -77,6 +77,12 @@ class KeyedStage:
     #: None only while the pipeline is being built (``key_by`` without ``process`` yet).
     function: KeyedProcessFunction | None
     uid: str
+    #: The keyed stage whose outputs it takes (None: the one before it); a branch's.
+    input: int | None = None
+    #: A branch's last stage: the branch sink's uid, where its outputs go (branches.py).
+    branch: str | None = None
+    #: A branch's per-record stages between its last keyed stage and its sink.
+    stages_after: tuple[Stage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -247,6 +253,13 @@ class Pipeline(JoinEntries):
         """This unkeyed stream to every subtask of a keyed function, which keeps it in the
         maps ``descriptors`` (broadcast.py): ``keyed.connect(rules.broadcast(RULES))``."""
         return broadcast_stream(self, descriptors)
+
+    def with_branches(self, *branches: Pipeline) -> Pipeline:
+        """One job of this pipeline and ``branches``: pipelines built on from one of its
+        keyed stages, each with keyed stages and a sink of its own (branches.py)."""
+        from sparkpoint.pipeline.api.branches import with_branches
+
+        return with_branches(self, branches)
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)

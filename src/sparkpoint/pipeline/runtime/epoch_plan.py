@@ -19,6 +19,7 @@ from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner, Slot
 from sparkpoint.pipeline.runtime.records import as_output, as_record, as_state
 from sparkpoint.pipeline.runtime.stage_plan import run_stages
 from sparkpoint.pipeline.runtime.tasks import (
+    BranchOutputs,
     KeyTask,
     ReadTask,
     SinkTask,
@@ -175,8 +176,9 @@ class EpochPlan:
         records = self._keyed_records(ranges, sources).partitionBy(self._p, self.partitioner)
         results: list[RDD[Any]] = []
         for n, stage in enumerate(self._stages):
-            if n > 0:
-                records = self._rekeyed(results[-1], stage).partitionBy(self._p, self.partitioner)
+            if n > 0:  # the previous stage's outputs, or (a branch) those of its input
+                previous = results[n - 1 if stage.input is None else stage.input]
+                records = self._rekeyed(previous, stage).partitionBy(self._p, self.partitioner)
             state = self.states[n]
             assert state is not None
             union = state.mapValues(as_state).union(records.mapValues(as_record))
@@ -207,15 +209,24 @@ class EpochPlan:
         return written
 
     def _to_sink(self, results: list[RDD[Any]]) -> RDD[Any]:
-        """The last stage's result, with the earlier stages' side outputs beside it and
-        the first stage's counts instead of its own (a record is counted once, where it
+        """The main pipeline's last stage's result, with the other stages' side outputs
+        and the branches' outputs (as side outputs of their sinks) beside it, and the
+        first stage's counts instead of its own (a record is counted once, where it
         enters)."""
         if len(results) == 1:
             return results[0]
-        last = results[-1].mapPartitions(without_counts, preservesPartitioning=True)
-        first = results[0].mapPartitions(only_counts)
-        middle = [r.mapPartitions(only_side_outputs) for r in results[1:-1]]
-        return self.sc.union([last, first, *middle])
+        main = main_stage(self._stages)
+        parts = []
+        for n, (stage, result) in enumerate(zip(self._stages, results, strict=True)):
+            if n == main:
+                parts.append(result if n == 0 else result.mapPartitions(without_counts))
+            elif stage.branch is not None:  # a branch's outputs, to its sink
+                parts.append(result.mapPartitions(BranchOutputs(stage.branch, stage.stages_after)))
+            elif n == 0:
+                parts.append(result.mapPartitions(only_counts))
+            else:
+                parts.append(result.mapPartitions(only_side_outputs))
+        return self.sc.union(parts)
 
     def _keyed_records(self, ranges: list[InputRange], sources: SourceGroup) -> RDD[Any]:
         """The epoch's records, through the stages before key_by, keyed. With several
@@ -301,3 +312,9 @@ class EpochPlan:
     def _markers(self) -> RDD[Any]:
         markers = self.sc.parallelize([(Slot(i), None) for i in range(self._p)], self._p)
         return markers.partitionBy(self._p, self.partitioner)
+
+
+def main_stage(stages: tuple[KeyedStage, ...]) -> int:
+    """The main pipeline's last keyed stage: the branches' stages come after the main
+    pipeline's, each naming the stage it takes (api/branches.py)."""
+    return max(n for n, s in enumerate(stages) if s.input is None)
