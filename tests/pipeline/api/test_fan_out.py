@@ -1,5 +1,6 @@
-"""Fan-out on real Spark (local mode): one keyed stage's outputs used by two branches,
-each with its own stages, keyed stage (its own uid and state) and sink, in one job. What
+"""Fan-out on real Spark (local mode): one keyed stage's outputs used by two branches
+and the source's records by a third, each with its own stages, keyed stage (its own uid
+and state) and sink, in one job. What
 the three sinks commit equals an offline computation, across savepoints restored 4 → 3
 → 6 on both state backends; each branch's state is its own in the savepoints. Bad
 branches are refused with errors that name what is wrong."""
@@ -20,6 +21,7 @@ from sparkpoint.pipeline import (
     RuntimeContext,
     TransactionalFileSink,
     ValueStateDescriptor,
+    WatermarkStrategy,
     read_keyed_state,
 )
 from tests.pipeline import support
@@ -56,13 +58,9 @@ class PerUserOfPage(KeyedProcessFunction):
 
 
 def pipeline(tmp_path: Path, parallelism: int, backend: str) -> Pipeline:
-    numbered = (
-        Pipeline("fan-out", parallelism=parallelism)
-        .with_state_backend(backend)
-        .source(clicks())
-        .key_by(lambda c: c["user"])
-        .process(Numbered(), uid="numbered")
-    )
+    stream = Pipeline("fan-out", parallelism=parallelism).with_state_backend(backend)
+    stream = stream.source(clicks())
+    numbered = stream.key_by(lambda c: c["user"]).process(Numbered(), uid="numbered")
     main = numbered.map(lambda c: f"{c['user']},{c['n']}").sink(sink(tmp_path, "main"))
     pages = (
         numbered.key_by(lambda c: c["page"])
@@ -76,7 +74,13 @@ def pipeline(tmp_path: Path, parallelism: int, backend: str) -> Pipeline:
         .map(lambda c: f"{c['user']},{c['n']},{c['amount']}")
         .sink(sink(tmp_path, "big"), uid="big-sink")
     )
-    return main.with_branches(pages, big)
+    # A branch of the source's records themselves: the same lines as pages'.
+    source_pages = (
+        stream.key_by(lambda c: c["page"])
+        .process(PerUserOfPage(), uid="source-pages")
+        .sink(sink(tmp_path, "source-pages"), uid="source-pages-sink")
+    )
+    return main.with_branches(pages, big, source_pages)
 
 
 def sink(tmp_path: Path, name: str) -> TransactionalFileSink:
@@ -111,19 +115,20 @@ def expected() -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("backend", ["memory", "rocksdb"])
-def test_two_branches_rescaled_4_3_6_equal_the_offline_outputs(
+def test_branches_rescaled_4_3_6_equal_the_offline_outputs(
     spark: Any, tmp_path: Path, backend: str
 ) -> None:
     p4 = pipeline(tmp_path, 4, backend)
     uids = [op.uid for op in p4.job_graph().operators]
-    assert uids == ["source", "numbered", "pages", "big", "sink"]
+    assert uids == ["source", "numbered", "pages", "big", "source-pages", "sink"]
     at4 = support.savepoint_after(spark, p4, tmp_path / "4", 0)
     at3 = support.savepoint_after(
         spark, pipeline(tmp_path, 3, backend), tmp_path / "3", 0, restore_from=at4
     )
     support.run_to_end(spark, pipeline(tmp_path, 6, backend), tmp_path / "6", restore_from=at3)
     want = expected()
-    for name in ("main", "pages", "big"):
+    want["source-pages"] = want["pages"]
+    for name in ("main", "pages", "big", "source-pages"):
         got = committed(tmp_path, name)
         assert len(got) > 50 and got == want[name], name
     # Each branch's keyed state is its own, under its uid.
@@ -148,9 +153,18 @@ def test_bad_branches_are_refused_with_what_is_wrong() -> None:
         main.with_branches(other.sink(TransactionalFileSink("/tmp/b"), uid="b"))
     with pytest.raises(ValueError, match="missing sink"):
         main.with_branches(branch)
-    lone = stream.key_by(lambda c: c["page"]).process(PerUserOfPage(), uid="pages")
-    with pytest.raises(ValueError, match="branch 1 shares no keyed stage with the main"):
+    timed = stream.assign_timestamps(WatermarkStrategy(lambda c: c["ts"]))
+    lone = timed.key_by(lambda c: c["page"]).process(PerUserOfPage(), uid="pages")
+    with pytest.raises(ValueError, match="branch 1 gives the source's records another event"):
         main.with_branches(lone.sink(TransactionalFileSink("/tmp/b"), uid="b"))
+    a, b = p.source(clicks(), uid="a"), p.source(clicks(), uid="b")
+    both = a.union(b)
+    first = both.key_by(lambda c: c["user"]).process(Numbered(), uid="n")
+    second = both.key_by(lambda c: c["page"]).process(Numbered(), uid="m")
+    with pytest.raises(ValueError, match=r"shares no keyed stage .* and the pipeline has several"):
+        first.sink(TransactionalFileSink("/tmp/a")).with_branches(
+            second.sink(TransactionalFileSink("/tmp/b"), uid="b-sink")
+        )
     with pytest.raises(ValueError, match=r"operator uids .* are not unique"):
         main.with_branches(
             numbered.key_by(lambda c: c["page"])

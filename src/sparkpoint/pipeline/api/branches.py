@@ -1,10 +1,12 @@
-"""Fan-out: one keyed stage's outputs used by several branches, each with its own
-stages, keyed stages (their own uids and state) and sink (docs/pipeline.md, "Fan-out").
+"""Fan-out: one stream — a source's records, or a keyed stage's outputs — used by
+several branches, each with its own stages, keyed stages (their own uids and state) and
+sink (docs/pipeline.md, "Fan-out").
 
 Each branch is built as a pipeline of its own from the same stream — the same
-``Pipeline`` object up to the keyed stage they share — and ``with_branches`` puts them
-in one job: the main pipeline's keyed stages, then each branch's own ones, which take
-the shared stage's outputs (``KeyedStage.input``). A branch's sink is written with the
+``Pipeline`` object up to the source or the keyed stage they share — and
+``with_branches`` puts them in one job: the main pipeline's keyed stages, then each
+branch's own ones, which take the shared stage's outputs or the source's records
+(``KeyedStage.input``; the source is read once an epoch). A branch's sink is written with the
 main sink's transactions, as a side output's is (its uid names it: the sink operator's
 ``<sink uid>.<branch sink uid>``), so every branch commits exactly once with the job.
 """
@@ -18,6 +20,10 @@ from sparkpoint.pipeline.api.stages import DataFrameStage
 
 if TYPE_CHECKING:
     from sparkpoint.pipeline.api.builder import KeyedStage, Pipeline
+
+
+#: ``KeyedStage.input`` of a branch's first stage that takes the source's records.
+FROM_SOURCE = -1
 
 
 def shared_stages(main: tuple[KeyedStage, ...], branch: tuple[KeyedStage, ...]) -> int:
@@ -46,7 +52,7 @@ def with_branches(main: Pipeline, branches: tuple[Pipeline, ...]) -> Pipeline:
         if not isinstance(branch, Pipeline):
             raise TypeError(f"pipeline {job}: with_branches takes pipelines, got {branch!r}")
         branch.validate()
-        if branch.inputs != main.inputs or branch.pre_key_stages != main.pre_key_stages:
+        if _sources(branch) != _sources(main):
             raise ValueError(
                 f"pipeline {job}: {which} reads other sources than the main pipeline; "
                 "build every branch from one stream of the same Pipeline"
@@ -56,11 +62,7 @@ def with_branches(main: Pipeline, branches: tuple[Pipeline, ...]) -> Pipeline:
         own = branch.keyed_stages
         shared = shared_stages(tuple(stages[: len(main.keyed_stages)]), own)
         if shared == 0:
-            raise ValueError(
-                f"pipeline {job}: {which} shares no keyed stage with the main pipeline: "
-                "branches fan out from the outputs of a keyed stage they share "
-                "(build them from the same .process(…))"
-            )
+            check_source_branch(main, branch, which)
         if shared == len(own):
             raise ValueError(
                 f"pipeline {job}: {which} has no keyed stage of its own after the shared "
@@ -87,7 +89,8 @@ def with_branches(main: Pipeline, branches: tuple[Pipeline, ...]) -> Pipeline:
             side_sinks.append((tag, sink))
         first = len(stages)
         for k, stage in enumerate(own[shared:]):
-            stages.append(replace(stage, input=shared - 1 if k == 0 else first + k - 1))
+            start = FROM_SOURCE if shared == 0 else shared - 1
+            stages.append(replace(stage, input=start if k == 0 else first + k - 1))
         last = stages[-1]
         stages[-1] = replace(last, branch=branch.sink_uid, stages_after=branch.post_process_stages)
         assert branch.sink_op is not None
@@ -96,3 +99,24 @@ def with_branches(main: Pipeline, branches: tuple[Pipeline, ...]) -> Pipeline:
     combined = replace(main, more_keyed=more, side_sinks=tuple(side_sinks))
     combined.validate()
     return combined
+
+
+def _sources(p: Pipeline) -> list[tuple[object, str, object, int]]:
+    return [(i.source, i.uid, i.stages, i.side) for i in p.inputs]
+
+
+def check_source_branch(main: Pipeline, branch: Pipeline, which: str) -> None:
+    """A branch of the source's records (none of its keyed stages is the main
+    pipeline's): one source, whose records carry time as the main pipeline's do."""
+    job = main.job_id
+    if main.merged:
+        raise ValueError(
+            f"pipeline {job}: {which} shares no keyed stage with the main pipeline, and "
+            "the pipeline has several sources: such branches fan out from a keyed stage "
+            "they share (build them from the same .process(…))"
+        )
+    if branch.watermark_strategy is not main.watermark_strategy:
+        raise ValueError(
+            f"pipeline {job}: {which} gives the source's records another event time than "
+            "the main pipeline: call assign_timestamps once, on the stream both are built from"
+        )
