@@ -104,11 +104,19 @@ class LookupTable:
         return tuple(values[k] for k in self.key)
 
     def _dataframe(self) -> Any:
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
         if hasattr(self._table, "collect"):
             return self._table
-        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            if SparkContext._active_spark_context is None:  # never start a Spark of our own
+                raise RuntimeError(
+                    "a LookupTable reads its table on the driver, in the process of the "
+                    "pipeline's SparkSession, and this process has none"
+                )
+            spark = SparkSession.builder.getOrCreate()  # the driver's, from another thread
         if isinstance(self._table, str):
             return spark.read.parquet(self._table)
         return self._table(spark)
