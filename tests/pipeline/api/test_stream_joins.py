@@ -7,10 +7,12 @@ visible in its keyed state while it runs and gone at the end."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from sparkpoint.examples.sessions import epoch_watermarks
 from sparkpoint.examples.shipments import (
@@ -22,6 +24,7 @@ from sparkpoint.examples.shipments import (
     json_lines,
     keyed_inputs,
 )
+from sparkpoint.ops.cli.main import main
 from sparkpoint.pipeline import (
     LATE,
     MIN_WATERMARK,
@@ -216,7 +219,13 @@ def run_4_3_6(spark: Any, tmp_path: Path, build: Any) -> str:
 
 
 def state_names(spark: Any, pointer: str) -> set[str]:
-    return {r.state for r in read_keyed_state(spark, pointer, "joined").collect()}
+    """The join's state names at ``pointer``, as the state processor and `sparkpoint
+    state read` show them (the two agree)."""
+    names = {r.state for r in read_keyed_state(spark, pointer, "joined").collect()}
+    printed = CliRunner().invoke(main, ["state", "read", pointer, "--uid", "joined"])
+    assert printed.exit_code == 0, printed.output
+    assert {json.loads(line)["state"] for line in printed.output.splitlines()} == names
+    return names
 
 
 @pytest.mark.parametrize(
