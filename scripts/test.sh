@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what it needs, lints, then pytest.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/ha -x).
-# SPARKPOINT_TEST_WORKERS=N runs the tests in N parallel pytest workers (pytest-xdist),
-# each test module on one worker with its own ZooKeeper, HDFS and Spark session; 0 (the
-# default) runs them in one process. On 2 cores two workers were not faster: the Spark
-# tests keep both cores busy, and the drills' waits grow with the load.
+# The tests run in SPARKPOINT_TEST_WORKERS parallel pytest workers (pytest-xdist; 2 by
+# default, 0 = one process), each test module on one worker with its own ZooKeeper, HDFS
+# and Spark session. Many tests wait (session timeouts, failovers, a driver's next epoch)
+# more than they compute, so a second worker uses the core one process leaves idle.
 source "$(dirname "$0")/bootstrap.sh"
 sync_venv
 install_test_tools promtool connector_servers chromium podman  # one apt-get run
@@ -18,7 +18,7 @@ scripts/build-image.sh --zookeeper >build/image/build.log 2>&1 &
 images=$!
 .venv/bin/ruff check src tests bench
 status=0
-workers="${SPARKPOINT_TEST_WORKERS:-0}"
+workers="${SPARKPOINT_TEST_WORKERS:-2}"
 parallel=()
 [ "$workers" = 0 ] || parallel=(-n "$workers" --dist loadfile)
 .venv/bin/python -m pytest "${parallel[@]}" "$@" || status=$?
