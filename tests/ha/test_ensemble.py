@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -115,35 +112,3 @@ def test_one_server_down_then_quorum_lost_then_back(
         assert new.epoch >= lead.epoch
     finally:
         observer.close()
-
-
-def test_a_call_made_as_zookeeper_stops_answering_returns_an_error_instead_of_waiting(
-    tmp_path: Path,
-) -> None:
-    """The connection still says connected when the server stops answering (kazoo notices
-    a moment later), so the call is sent, then queued for a connection that may never
-    come back. It must come back to its caller with an error, not wait for the quorum."""
-    server = LocalZooKeeper(tmp_path / "zk", servers=1, tick_time_ms=200).start()
-    conn = ZooKeeperConnection(settings_for(server.connect_string, session_timeout_s=2.0))
-    conn.start()
-    pid = server.server(1).pid
-    assert pid is not None
-    outcome: dict[str, BaseException] = {}
-
-    def call() -> None:
-        try:
-            conn.retry(conn.client.exists, "/anything")
-        except BaseException as exc:  # what the caller got is the result
-            outcome["error"] = exc
-
-    try:
-        os.kill(pid, signal.SIGSTOP)
-        caller = threading.Thread(target=call, daemon=True)
-        caller.start()
-        caller.join(timeout=60)  # a bound for a hang, far above the session timeout
-        assert not caller.is_alive(), "the call still waits for a server that does not answer"
-        assert isinstance(outcome.get("error"), HAError), outcome
-    finally:
-        os.kill(pid, signal.SIGCONT)
-        conn.close()
-        server.stop()

@@ -127,34 +127,10 @@ class ZooKeeperConnection:
         """Run an idempotent call with kazoo's retry policy — but only while connected.
 
         Kazoo queues a call made while disconnected until the connection is back, which
-        during a lost quorum may be never; refusing up front keeps callers responsive. A
-        call can still be queued when the connection drops between that check and the
-        call (kazoo tells its listeners a moment later): a call of the client's own then
-        waits at most a session timeout for its answer (:meth:`_answered_within`).
+        during a lost quorum may be never; refusing up front keeps callers responsive.
         """
         self.require_connected()
-        return self.client.retry(self._answered_within(func), *args, **kwargs)
-
-    def _answered_within(self, func: Callable[..., Any]) -> Callable[..., Any]:
-        """``func`` (a kazoo client's synchronous call, e.g. ``client.exists``) as its
-        asynchronous twin waited for at most a session timeout; NotConnectedError when
-        no answer came. Other callables are returned as they are."""
-        name = getattr(func, "__name__", "")
-        start = getattr(self.client, f"{name}_async", None)
-        if getattr(func, "__self__", None) is not self.client or start is None:
-            return func
-        timeout_s = self.settings.session_timeout_s
-
-        def answered(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return start(*args, **kwargs).get(timeout=timeout_s)
-            except self.client.handler.timeout_exception as exc:
-                raise NotConnectedError(
-                    f"ZooKeeper did not answer {name} within {timeout_s:g} s "
-                    f"(connection {self._state.value})"
-                ) from exc
-
-        return answered
+        return self.client.retry(func, *args, **kwargs)
 
     def require_connected(self) -> None:
         if self._state is not ConnectionState.CONNECTED:
