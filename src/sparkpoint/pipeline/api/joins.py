@@ -101,11 +101,44 @@ LEFT_BUFFER: MapStateDescriptor[int, list[Any]] = MapStateDescriptor("interval-j
 RIGHT_BUFFER: MapStateDescriptor[int, list[Any]] = MapStateDescriptor("interval-join-right")
 
 
-class IntervalJoinOperator(KeyedCoProcessFunction):
+class BufferedJoinOperator(KeyedCoProcessFunction):
+    """What the joins that keep each side's waiting records in map state (timestamp →
+    records) share: the two buffers, and telling an on-time record from a late one."""
+
+    #: The two sides' buffers, and the join's name in errors (set by each join).
+    left_buffer: MapStateDescriptor[int, list[Any]]
+    right_buffer: MapStateDescriptor[int, list[Any]]
+    kind: str
+    function: ProcessJoinFunction
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.left = ctx.get_map_state(self.left_buffer)
+        self.right = ctx.get_map_state(self.right_buffer)
+        self.join_ctx = JoinContext()
+        self.function.open(ctx)
+
+    def _on_time(self, value: Any, ctx: Context, late_tag: str | None) -> int | None:
+        """The record's timestamp, or None when it is late (sent to ``late_tag``)."""
+        ts = ctx.timestamp
+        if ts is None:
+            raise RuntimeError(
+                f"{self.kind} needs event time: give both inputs "
+                "assign_timestamps(WatermarkStrategy(…))"
+            )
+        if ts <= ctx.current_watermark():
+            if late_tag is not None:
+                ctx.output(late_tag, value)
+            return None
+        return ts
+
+
+class IntervalJoinOperator(BufferedJoinOperator):
     """The connected keyed function an interval join runs as. A left record at ``ts``
     waits until the watermark reaches ``ts + upper`` (after that every right record
     that is not late is above ``ts + upper``), a right one until ``ts - lower``; a record
     whose wait is already over is joined with what waits and not kept."""
+
+    left_buffer, right_buffer, kind = LEFT_BUFFER, RIGHT_BUFFER, "an interval join"
 
     def __init__(
         self,
@@ -118,12 +151,6 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
         self.function = function
         self.lower_ms, self.upper_ms = lower_ms, upper_ms
         self.left_late, self.right_late = left_late, right_late
-
-    def open(self, ctx: RuntimeContext) -> None:
-        self.left = ctx.get_map_state(LEFT_BUFFER)
-        self.right = ctx.get_map_state(RIGHT_BUFFER)
-        self.join_ctx = JoinContext()
-        self.function.open(ctx)
 
     def process_element1(self, key: Key, value: Any, ctx: Context) -> None:
         ts = self._on_time(value, ctx, self.left_late)
@@ -144,20 +171,6 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
                 for left in lefts:
                     self._join(key, (left, left_ts), (value, ts), ctx)
         self._wait(self.right, value, ts, ts - self.lower_ms, ctx)
-
-    def _on_time(self, value: Any, ctx: Context, late_tag: str | None) -> int | None:
-        """The record's timestamp, or None when it is late (sent to ``late_tag``)."""
-        ts = ctx.timestamp
-        if ts is None:
-            raise RuntimeError(
-                "an interval join needs event time: give both inputs "
-                "assign_timestamps(WatermarkStrategy(…))"
-            )
-        if ts <= ctx.current_watermark():
-            if late_tag is not None:
-                ctx.output(late_tag, value)
-            return None
-        return ts
 
     def _wait(self, buffer: Any, value: Any, ts: int, until: int, ctx: Context) -> None:
         if until <= ctx.current_watermark():

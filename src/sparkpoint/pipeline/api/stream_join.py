@@ -30,14 +30,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sparkpoint.pipeline.api.event_time import MAX_WATERMARK
-from sparkpoint.pipeline.api.functions import (
-    Context,
-    KeyedCoProcessFunction,
-    RuntimeContext,
-    TimerContext,
-)
+from sparkpoint.pipeline.api.functions import Context, TimerContext
 from sparkpoint.pipeline.api.joins import (
-    JoinContext,
+    BufferedJoinOperator,
     ProcessJoinFunction,
     check_join_function,
     join_pair,
@@ -55,8 +50,10 @@ JOIN_LEFT: MapStateDescriptor[int, list[list[Any]]] = MapStateDescriptor("join-l
 JOIN_RIGHT: MapStateDescriptor[int, list[Any]] = MapStateDescriptor("join-right")
 
 
-class StreamJoinOperator(KeyedCoProcessFunction):
+class StreamJoinOperator(BufferedJoinOperator):
     """The connected keyed function an unbounded join runs as."""
+
+    left_buffer, right_buffer, kind = JOIN_LEFT, JOIN_RIGHT, "a stream join"
 
     def __init__(
         self,
@@ -69,12 +66,6 @@ class StreamJoinOperator(KeyedCoProcessFunction):
         self.function = function
         self.ttl_ms, self.left_outer = ttl_ms, left_outer
         self.left_late, self.right_late = left_late, right_late
-
-    def open(self, ctx: RuntimeContext) -> None:
-        self.left = ctx.get_map_state(JOIN_LEFT)
-        self.right = ctx.get_map_state(JOIN_RIGHT)
-        self.join_ctx = JoinContext()
-        self.function.open(ctx)
 
     def process_element1(self, key: Key, value: Any, ctx: Context) -> None:
         ts = self._on_time(value, ctx, self.left_late)
@@ -99,20 +90,6 @@ class StreamJoinOperator(KeyedCoProcessFunction):
                 self.left.put(left_ts, [[left, True] for left, _ in lefts])
         self.right.put(ts, [*(self.right.get(ts) or ()), value])
         self._expire_at(ts, ctx)
-
-    def _on_time(self, value: Any, ctx: Context, late_tag: str | None) -> int | None:
-        """The record's timestamp, or None when it is late (sent to ``late_tag``)."""
-        ts = ctx.timestamp
-        if ts is None:
-            raise RuntimeError(
-                "a stream join needs event time: give both inputs "
-                "assign_timestamps(WatermarkStrategy(…))"
-            )
-        if ts <= ctx.current_watermark():
-            if late_tag is not None:
-                ctx.output(late_tag, value)
-            return None
-        return ts
 
     def _expire_at(self, ts: int, ctx: Context) -> None:
         # A record that is not late is above the watermark, so it always waits a while.
