@@ -63,6 +63,14 @@ from state_bench_common import du
 ENGINES = ("sparkpoint", "flink", "ss")
 FLINK_SQL = Path(__file__).with_name("flink") / "nexmark"
 FLINK_JOB = Path(__file__).with_name("flink") / "NexmarkSql.java"
+#: The queries of the example package with no Flink SQL here, and why.
+FLINK_CANNOT = {
+    "q6": "the suite marks it unsupported: Flink's OVER window takes no updating input "
+    "(the winning bids of a join)",
+}
+#: The key of a query whose Flink changelog is an upsert stream though sparkpoint's rows
+#: are final (q9's ranking per auction may send +U without its -U, as q18's and q19's).
+FLINK_UPSERT_KEYS = {"q9": ("id",)}
 SS_ROLE = Path(__file__).with_name("nexmark_bench_ss.py")
 INTERVAL_MS = 1_000
 PR_SET_CHILD_SUBREAPER = 36
@@ -139,7 +147,8 @@ def run_sparkpoint(query: str, events: int, splits: int, events_dir: Path, work:
 def run_flink(query: str, events: int, events_dir: Path, work: Path,
               args: argparse.Namespace, jar: Path) -> Result:  # fmt: skip
     if not (FLINK_SQL / f"{query}.sql").exists():
-        return Result(query, events, "flink", error="not run: no Flink SQL for it here yet")
+        why = FLINK_CANNOT.get(query, "no Flink SQL for it here yet")
+        return Result(query, events, "flink", error=f"not run: {why}")
     ddl, sql = work / "ddl.sql", work / f"{query}.sql"
     # q13's side input, under a name Flink's file source reads (it skips names with _)
     side_input = work / "side-input" / "side_input.csv"
@@ -162,8 +171,8 @@ def run_flink(query: str, events: int, events_dir: Path, work: Path,
                str(ddl), str(sql), str(out), f"file://{checkpoints}",
                str(args.parallelism), str(INTERVAL_MS)]  # fmt: skip
     cpu, wall, peak = measured(command, work / "flink.out", checkpoints)
-    found = differences(expected_rows(query, events_dir),
-                        flink_rows(out, QUERIES[query].upsert_key))  # fmt: skip
+    key = QUERIES[query].upsert_key or FLINK_UPSERT_KEYS.get(query, ())
+    found = differences(expected_rows(query, events_dir), flink_rows(out, key))
     return Result(query, events, "flink", cpu, wall, peak, not found, found)
 
 

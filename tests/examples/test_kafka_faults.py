@@ -1,7 +1,8 @@
 """The Kafka → Kafka orders job, exactly once through faults, on a real broker: kill -9 of
-the driver (cold restart), of an executor (local-cluster), of the leading coordinator, of
-the active driver with a warm standby, and a broker restart. Each reads the output topic
-with a ``read_committed`` consumer: every published record exactly once."""
+the driver (cold restart), of an executor (local-cluster), of the leading coordinator,
+and a broker restart (kill -9 of the active driver with a warm standby: in the middle of a
+rescale, test_kafka_rescale.py). Each reads the output topic with a ``read_committed``
+consumer: every published record exactly once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from sparkpoint.ops.devcluster.kafka import LocalKafka
-from sparkpoint.ops.drills.kill_driver import standby_ready
 from tests.examples import kafka_support as ks
 from tests.examples import processes
 from tests.pipeline.processes import DriverProcess, executor_pids
@@ -144,44 +144,3 @@ def test_leader_killed_twice_mid_stream(
         if driver.proc.poll() is None:
             driver.kill()
     assert len([r for r in driver.reports() if r.get("event") == "started"]) == 1
-
-
-def test_active_driver_killed_the_standby_goes_on_exactly_once(
-    tmp_path: Path, replicas: object, kafka: LocalKafka
-) -> None:
-    cluster: list[ReplicaProcess] = [replicas(n) for n in ("a", "b")]  # type: ignore[operator]
-    wait_leader(cluster, timeout=300)
-    job, source, out = ks.fresh_topics(kafka, partitions=4)
-    published = ks.publish(kafka, source, 0, 300)
-    addresses = ",".join(f"127.0.0.1:{r.port}" for r in cluster)
-    work = tmp_path / "job"
-    common = ("--coordinator", addresses, *LOCAL_CLUSTER)
-    active = processes.start_kafka_orders_driver(work, kafka, job, source, out, *common)
-    drivers = [active]
-    try:
-        wait_until(
-            lambda: completed(active) >= 1,
-            timeout=600,
-            message="the active driver completes a checkpoint",
-        )
-        standby = processes.start_kafka_orders_driver(
-            work, kafka, job, source, out, *common, "--standby"
-        )
-        drivers.append(standby)
-        wait_until(
-            lambda: standby_ready([r.address for r in cluster], job),
-            timeout=600,
-            message="the standby waits, warm",
-        )
-        active.kill()  # kill -9, its JVM too
-        published += ks.publish(kafka, source, 300, 60)
-        wait_until(
-            lambda: any(r.get("event") == "started" for r in standby.reports()),
-            timeout=300,
-            message="the standby is granted the job and restores",
-        )
-        finish_exactly_once(standby, kafka, out, published)
-    finally:
-        for driver in drivers:
-            if driver.proc.poll() is None:
-                driver.kill()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkpoint.checkpoint import OperatorSubtaskState
+from sparkpoint.checkpoint import JobGraph, OperatorSpec, OperatorSubtaskState
 from sparkpoint.client import ClientError, Conflict, CoordinatorClient, Superseded
 from sparkpoint.ops.devcluster.zookeeper import LocalZooKeeper
 from sparkpoint.pipeline.channels.liveness import LivenessListener
@@ -109,9 +109,11 @@ def test_a_released_job_goes_to_the_standby_at_once(
             with pytest.raises(Superseded):
                 standby.heartbeat(JOB, 0)
             assert late.heartbeat(JOB, 0).role == "standby"
-            # A standby must run the active run's graph.
+            # A standby must run the active run's graph (at any parallelism: granted, it
+            # adopts the job's), not other operators.
+            other = JobGraph(JOB, (OperatorSpec("source", 2, 128), OperatorSpec("other", 2, 128)))
             with pytest.raises(Conflict) as conflict:
-                late.register_job(make_graph(JOB, parallelism=3), CONFIG, standby=True)
+                late.register_job(other, CONFIG, standby=True)
             assert conflict.value.code == "job_graph_conflict"
 
             active.release(JOB)

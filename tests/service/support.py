@@ -152,23 +152,38 @@ def start_in_process(
 ) -> Service:
     """A coordinator replica in this process (its term, cleanup worker and sessions in
     reach of the test), leading on a real ZooKeeper."""
+    return _serve(tmp_path, {
+        "high-availability.zookeeper.quorum": quorum,
+        "high-availability.cluster-id": cluster_id,
+        "high-availability.zookeeper.client.session-timeout": "2 s",
+        "high-availability.lease.renew-interval": "100 ms",
+        "high-availability.lease.takeover-timeout": "1 s",
+        "state.savepoints.dir": str(tmp_path / "savepoints"),
+        **(settings or {}),
+    }, ready_within_s=60)  # fmt: skip
+
+
+def start_alone(tmp_path: Path, settings: dict[str, str] | None = None) -> Service:
+    """A coordinator replica in this process without high availability (it leads alone),
+    auth off unless ``settings`` turn it on."""
+    return _serve(tmp_path, {"high-availability.type": "none", **(settings or {})},
+                  ready_within_s=20)  # fmt: skip
+
+
+def _serve(tmp_path: Path, settings: dict[str, str], ready_within_s: float) -> Service:
+    """A replica in this process on a free port, auth off and checkpoints under
+    ``tmp_path`` unless ``settings`` say otherwise, once it leads."""
     config = load_config(
         overrides={
-            "high-availability.zookeeper.quorum": quorum,
-            "high-availability.cluster-id": cluster_id,
-            "high-availability.zookeeper.client.session-timeout": "2 s",
-            "high-availability.lease.renew-interval": "100 ms",
-            "high-availability.lease.takeover-timeout": "1 s",
             "rest.port": "0",
             "rest.auth.enabled": "false",
             "state.checkpoints.dir": str(tmp_path / "checkpoints"),
-            "state.savepoints.dir": str(tmp_path / "savepoints"),
-            **(settings or {}),
+            **settings,
         },
         environ={},
     )
     service = start_service(config)
-    wait_until(service.replica.is_ready, timeout=60, message="replica leads")
+    wait_until(service.replica.is_ready, timeout=ready_within_s, message="replica leads")
     return service
 
 

@@ -31,7 +31,7 @@ from .support import make_graph
 
 JOB = "orders"
 #: What a driver may call besides GETs, by route name; everything else needs an operator.
-DRIVER_ROUTES = {"register_job", "heartbeat", "acknowledge", "decline", "plan"}
+DRIVER_ROUTES = {"register_job", "heartbeat", "acknowledge", "decline", "plan", "rescale_applied"}
 ROLES = ("read", "driver", "operator")
 
 

@@ -19,24 +19,13 @@ from schemathesis.specs.openapi.checks import (
 
 from sparkpoint.checkpoint import JobGraph, OperatorSpec
 from sparkpoint.client import CoordinatorClient
-from sparkpoint.config import load_config
-from sparkpoint.service import start_service
+from tests.service.support import start_alone
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root: Path = tmp_path_factory.mktemp("openapi")
-    config = load_config(
-        overrides={
-            "high-availability.type": "none",
-            "rest.port": "0",
-            "rest.auth.enabled": "false",
-            "state.checkpoints.dir": str(root / "checkpoints"),
-            "state.savepoints.dir": str(root / "savepoints"),
-        },
-        environ={},
-    )
-    service = start_service(config)
+    service = start_alone(root, {"state.savepoints.dir": str(root / "savepoints")})
     with CoordinatorClient(service.address, retry_for_s=10) as client:
         # A real job, so that generated requests for it reach the coordinator.
         client.register_job(JobGraph("string", (OperatorSpec("string", 1, 128),)), {})

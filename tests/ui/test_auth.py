@@ -11,9 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sparkpoint.config import load_config
-from sparkpoint.service import Service, start_service
-from tests.support.waiting import wait_until
+from sparkpoint.service import Service
+from tests.service.support import start_alone
 from tests.ui.browser import Browser
 
 TIMEOUT = 60
@@ -28,18 +27,10 @@ def token() -> str:
 def service(tmp_path: Path, token: str) -> Iterator[Service]:
     token_file = tmp_path / "tokens"
     token_file.write_text(f"read ui-reader {token}\n")
-    config = load_config(
-        overrides={
-            "high-availability.type": "none",
-            "rest.port": "0",
-            "rest.auth.token-file": str(token_file),
-            "state.checkpoints.dir": str(tmp_path / "checkpoints"),
-            "state.savepoints.dir": str(tmp_path / "savepoints"),
-        },
-        environ={},
-    )
-    svc = start_service(config)
-    wait_until(svc.replica.is_ready, timeout=20, message="replica leads")
+    svc = start_alone(tmp_path, {
+        "rest.auth.enabled": "true", "rest.auth.token-file": str(token_file),
+        "state.savepoints.dir": str(tmp_path / "savepoints"),
+    })  # fmt: skip
     yield svc
     svc.stop()
 

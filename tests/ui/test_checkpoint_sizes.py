@@ -13,11 +13,9 @@ import httpx
 import pytest
 
 from sparkpoint.checkpoint import KeyGroupRange
-from sparkpoint.config import load_config
-from sparkpoint.service import Service, start_service
-from tests.service.support import make_graph
+from sparkpoint.service import Service
+from tests.service.support import make_graph, start_alone
 from tests.support.incremental import ack_body, two_snapshots
-from tests.support.waiting import wait_until
 from tests.ui.browser import Browser
 
 JOB = "orders"
@@ -39,17 +37,7 @@ def shown(n: int) -> str:
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[Service]:
-    config = load_config(
-        overrides={
-            "high-availability.type": "none",
-            "rest.port": "0",
-            "rest.auth.enabled": "false",
-            "state.checkpoints.dir": str(tmp_path / "checkpoints"),
-        },
-        environ={},
-    )
-    svc = start_service(config)
-    wait_until(svc.replica.is_ready, timeout=20, message="replica leads")
+    svc = start_alone(tmp_path)
     yield svc
     svc.stop()
 

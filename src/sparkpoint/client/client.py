@@ -213,6 +213,17 @@ class CoordinatorClient:
         data = self._call("POST", f"/v1/jobs/{_job(job_id)}/savepoints", body, idempotent=False)
         return int(data["checkpoint_id"])
 
+    def rescale_applied(
+        self, job_id: str, request_id: str, epoch: int, checkpoint_id: int | None,
+        *, run_id: str | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """This driver run applied rescale request ``request_id`` after ``epoch``, from
+        ``checkpoint_id`` (idempotent)."""
+        body = {"run_id": self._run(job_id, run_id), "epoch": epoch,
+                "checkpoint_id": checkpoint_id}  # fmt: skip
+        path = f"/v1/jobs/{_job(job_id)}/rescale/{_job(request_id)}/applied"
+        return dict(self._call("POST", path, body, idempotent=True))
+
     # --- status -----------------------------------------------------------------------
 
     def leader(self) -> dict[str, Any]:
@@ -244,6 +255,13 @@ class CoordinatorClient:
         it is harmless: what was deleted is no longer found."""
         body = {"dry_run": dry_run, "job_id": job_id}
         return dict(self._call("POST", "/v1/checkpoints/orphans", body, idempotent=True))
+
+    def rescale(self, job_id: str, parallelism: int) -> dict[str, Any]:
+        """Ask ``job_id``'s driver to run at ``parallelism`` from its next epoch boundary;
+        the stored request (``state`` "pending", or "unchanged"). ``job(job_id)["rescale"]``
+        says when it took effect."""
+        body = {"parallelism": parallelism}
+        return dict(self._call("POST", f"/v1/jobs/{_job(job_id)}/rescale", body, idempotent=True))
 
     def cancel_job(self, job_id: str) -> dict[str, Any]:
         """Cancel ``job_id`` for good (its checkpoints, counter and record are removed)."""

@@ -6,19 +6,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkpoint.recovery.plan import RestorePlan
-from sparkpoint.runs.messages import RunNotice, notice_from_dict
+from sparkpoint.runs.messages import RescaleTo, RunNotice, notice_from_dict
 
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
     """``role``: the caller's, "active" or "standby" (a standby reading "active" was
-    granted the job); ``notification_seq``: the job's last notification seq."""
+    granted the job); ``notification_seq``: the job's last notification seq; ``rescale``:
+    an active run's rescale instruction (``runs.rescales``)."""
 
     leader_term: int
     job_status: str
     notifications: list[RunNotice]
     role: str = "active"
     notification_seq: int = 0
+    rescale: RescaleTo | None = None
 
     @property
     def last_seq(self) -> int | None:
@@ -26,6 +28,7 @@ class Heartbeat:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Heartbeat:
+        rescale = data.get("rescale")
         return cls(
             # "leader_epoch": its old name, still sent (and read) for one release
             leader_term=int(data.get("leader_term", data.get("leader_epoch", 0))),
@@ -33,6 +36,9 @@ class Heartbeat:
             notifications=[notice_from_dict(n) for n in data.get("notifications", [])],
             role=str(data.get("role", "active")),
             notification_seq=int(data.get("notification_seq", 0)),
+            rescale=RescaleTo(int(rescale["parallelism"]), str(rescale.get("request_id") or ""))
+            if rescale
+            else None,
         )
 
 

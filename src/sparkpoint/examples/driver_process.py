@@ -7,9 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from sparkpoint.pipeline import (
@@ -108,6 +111,7 @@ def progress_reporter(
             "records": status.records,
             "restored_from": status.restored_from,
             "last_completed": status.last_completed,
+            "rescaling": status.rescaling,
             **(details(status) if details is not None else {}),
             "time": time.time(),
             "pid": os.getpid(),
@@ -136,3 +140,20 @@ def make_driver(
     if args.standby:
         report(driver.status, event="standby")
     return driver
+
+
+def stop_after_this_epoch_on_signal() -> threading.Event:
+    """An event set by SIGTERM or a first SIGINT (Ctrl-C): the driver's loop ends after
+    the epoch that runs now (``driver.run(until=...)``). A second SIGINT interrupts at
+    once. Raising in the middle of an epoch would break off a call into the JVM halfway,
+    and py4j's socket would then read half an answer ("reentrant call")."""
+    stop = threading.Event()
+
+    def stop_after_this_epoch(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        if signum == signal.SIGINT:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stop_after_this_epoch)
+    return stop

@@ -26,6 +26,7 @@ from sparkpoint.examples.driver_process import (
     check_channel_arguments,
     make_driver,
     progress_reporter,
+    stop_after_this_epoch_on_signal,
 )
 from sparkpoint.examples.fraud import fraud_pipeline
 from sparkpoint.examples.sessions import OUT_OF_ORDER_MS, sessions_pipeline
@@ -169,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.state_backend:
         pipeline = pipeline.with_state_backend(args.state_backend)
     driver = make_driver(pipeline, spark, args, report)
+    interrupted = stop_after_this_epoch_on_signal()
     driver.start()
     report(driver.status, event="started")
     try:
@@ -177,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
             savepoint = driver.stop_with_savepoint(args.savepoint_dir)
             report(driver.status, event="savepoint", savepoint=savepoint)
         else:
-            driver.run()
+            driver.run(until=lambda _: interrupted.is_set())
+            if interrupted.is_set():
+                raise KeyboardInterrupt
             if driver.superseded:
                 # A newer run of the job registered: stop, committing nothing more.
                 report(driver.status, event="superseded", reason=driver.status.superseded)

@@ -1,7 +1,8 @@
 """Run the orders example as a process: ``python -m sparkpoint.examples.run_orders``.
 
 RabbitMQ → count per key → PostgreSQL (or, with ``--bootstrap``, Kafka → count per key →
-Kafka: ``kafka_orders.py``), until SIGTERM (after the running epoch) or Ctrl-C.
+Kafka: ``kafka_orders.py``), until SIGTERM or Ctrl-C (after the running epoch; a second
+Ctrl-C at once).
 Used by the process-level connector tests (kill the driver), the demo and the benchmark.
 Restores from the newest complete checkpoint under ``--checkpoint-dir`` (or through
 ``--coordinator``) and writes one JSON line of progress per epoch to ``--progress``.
@@ -10,10 +11,7 @@ Restores from the newest complete checkpoint under ``--checkpoint-dir`` (or thro
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
-from types import FrameType
 from typing import Any
 
 from sparkpoint.examples.driver_process import (
@@ -21,6 +19,7 @@ from sparkpoint.examples.driver_process import (
     check_channel_arguments,
     make_driver,
     progress_reporter,
+    stop_after_this_epoch_on_signal,
 )
 from sparkpoint.examples.orders import orders_pipeline
 from sparkpoint.pipeline import DriverStatus, KafkaSink, Pipeline, RabbitMQSource, spark_session
@@ -62,12 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
     report = progress_reporter(args.progress, details)
 
-    stop = threading.Event()
-
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()  # the loop ends after the epoch that runs now
-
-    signal.signal(signal.SIGTERM, request_stop)
+    stop = stop_after_this_epoch_on_signal()
     spark = spark_session(args.master, f"sparkpoint-{args.job_id}")
     driver = make_driver(pipeline, spark, args, report)
     try:

@@ -38,6 +38,7 @@ from sparkpoint.pipeline.api.keyed_state import (
     ValueState,
     ValueStateDescriptor,
 )
+from sparkpoint.pipeline.api.lookup import LookupTable
 from sparkpoint.pipeline.api.operator_state import OperatorListState, OperatorListStateDescriptor
 from sparkpoint.pipeline.api.ttl import StateTtlConfig
 from sparkpoint.pipeline.api.windows import (
@@ -142,6 +143,7 @@ __all__ = [
     "KeyedProcessFunction",
     "ListState",
     "ListStateDescriptor",
+    "LookupTable",
     "MapState",
     "MapStateDescriptor",
     "OperatorListState",

@@ -55,3 +55,15 @@ class SavepointTargetError(InvalidRequestError):
     """A savepoint's ``target_dir`` lies outside ``state.savepoints.allowed-dirs``."""
 
     code = "savepoint_target_refused"
+
+
+class InvalidParallelismError(InvalidRequestError):
+    """A rescale to a parallelism the job cannot run at (below 1, above its max)."""
+
+    code = "invalid_parallelism"
+
+
+class JobNotRunningError(ServiceError):
+    """The job is over (finished, cancelled, failed): nothing runs to be changed."""
+
+    code = "job_not_running"

@@ -26,16 +26,18 @@ from sparkpoint.checkpoint import JobGraph, JobStatus
 from sparkpoint.coordinator import Acknowledgement, AckResult, CheckpointingOptions
 from sparkpoint.runs.errors import (
     JobGraphConflictError,
+    JobNotRunningError,
     JobNotSettledError,
     NotLeaderError,
     UnknownJobError,
 )
-from sparkpoint.runs.messages import RestoreMode, RunNotice
+from sparkpoint.runs.messages import RescaleTo, RestoreMode, RunNotice
 from sparkpoint.runs.options import job_options, stored_job_options
+from sparkpoint.runs.rescales import instruction, new_request, only_parallelism_differs
 from sparkpoint.runs.restore import PlannedRestore, plan_run_restore
 from sparkpoint.runs.session import JobSession
 from sparkpoint.storage import CheckpointStorage
-from sparkpoint.store import JobRecord
+from sparkpoint.store import JobRecord, RescaleRequest
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,8 @@ class Beat:
     job_status: JobStatus
     notices: list[RunNotice]
     notification_seq: int
+    #: An active run's: the parallelism to run at, and a pending request (runs.rescales).
+    rescale: RescaleTo | None = None
 
 
 class JobRuns:
@@ -219,6 +223,13 @@ class JobRuns:
                 run_address=address,
                 **({"registered_ms": old.registered_ms} if old is not None else {}),
             )
+            if old is not None and only_parallelism_differs(old.graph, graph):
+                # A rescale (live, or a restart at another parallelism): the request stays
+                # until the driver reports it applied, and the standby stays, to adopt the
+                # new parallelism when it is granted the job.
+                record = record.with_rescale(old.rescale)
+                if existing is not None and existing.job_status() is JobStatus.RUNNING:
+                    record = record.with_standby(old.standby_run_id, old.standby_address)
             host.ensure_can_act()
             if existing is not None:
                 existing.coordinator.begin_run(run_id)
@@ -251,10 +262,14 @@ class JobRuns:
                 JobStatus.CREATED,
             ):
                 return None
-            if existing.record.graph != graph or existing.coordinator.options != options:
+            # At another parallelism is fine: granted, it adopts the job's (runs.rescales).
+            if (
+                not only_parallelism_differs(existing.record.graph, graph)
+                or existing.coordinator.options != options
+            ):
                 raise JobGraphConflictError(
                     f"job {graph.job_id}: a standby driver must register the active run's "
-                    "graph and checkpointing options"
+                    "graph (at any parallelism) and checkpointing options"
                 )
             self._host.ensure_can_act()
             record = existing.record.with_standby(run_id, address)
@@ -309,8 +324,54 @@ class JobRuns:
         a standby only whether it was granted the job."""
         session = self.session(job_id)
         role = session.heartbeat(run_id)
-        notices = session.notices(after_seq) if role == "active" else []
-        return Beat(role, session.job_status(), notices, session.last_seq())
+        if role != "active":
+            return Beat(role, session.job_status(), [], session.last_seq())
+        notices = session.notices(after_seq)
+        return Beat(role, session.job_status(), notices, session.last_seq(),
+                    instruction(session.record))  # fmt: skip
+
+    # --- rescale requests (runs.rescales) -------------------------------------------------
+
+    def request_rescale(self, job_id: str, parallelism: int) -> RescaleRequest:
+        """Store a request to run ``job_id`` at ``parallelism`` with the job's record (it
+        replaces one still pending: the last request wins); the active driver run applies
+        it at its next epoch boundary. Refused for a job that is over, or a parallelism
+        the job cannot run at."""
+        session = self.session(job_id)
+        with self._register_lock:
+            status = session.job_status()
+            if status not in (JobStatus.RUNNING, JobStatus.CREATED):
+                raise JobNotRunningError(f"job {job_id} is {status.value}: nothing to rescale")
+            request = new_request(session.record, parallelism)
+            if request.state == "unchanged":
+                return request
+            self._host.ensure_can_act()
+            record = session.record.with_rescale(request)
+            self._host.persist(record)
+            session.record = record
+        log.info("job %s: rescale to parallelism %d requested (request %s)",
+                 job_id, parallelism, request.request_id)  # fmt: skip
+        return request
+
+    def rescale_applied(
+        self, job_id: str, run_id: str, request_id: str, epoch: int, checkpoint_id: int | None
+    ) -> RescaleRequest | None:
+        """The current run applied request ``request_id``: record when (idempotent; a
+        request replaced meanwhile is left alone). Returns the job's last request."""
+        session = self.session(job_id)
+        with self._register_lock:
+            session.check_run(run_id)
+            request = session.record.rescale
+            if request is None or request.request_id != request_id or not request.pending:
+                return request
+            self._host.ensure_can_act()
+            record = session.record.with_rescale(request.applied(epoch, checkpoint_id))
+            self._host.persist(record)
+            session.record = record
+        log.info("job %s: rescale request %s applied at parallelism %d after epoch %d, "
+                 "from checkpoint %s", job_id, request_id, request.parallelism, epoch,
+                 checkpoint_id)  # fmt: skip
+        return record.rescale
 
     def acknowledge(
         self, job_id: str, checkpoint_id: int, acks: Sequence[Acknowledgement], run_id: str

@@ -1,7 +1,11 @@
 """What a driver run and the coordinator say to each other: one set of message types.
 
 A driver hears notices — a trigger, a completion, an abort — numbered so they only rise
-across leaders (``runs.session``); it answers with acknowledgements and declines. The
+across leaders (``runs.session``); it answers with acknowledgements and declines. Beside
+them, an active run's heartbeat reply carries :class:`RescaleTo` while a rescale request
+stored with the job is pending (or just after a grant): a standing instruction read from
+the job's record, not a numbered event, so it is repeated until the driver reports it
+applied and survives a change of leader. The
 REST API carries each notice as :meth:`to_dict` gives it and the client reads it back
 with :func:`notice_from_dict`; the embedded channel hands the same objects over in
 process. Nothing else in the project defines a notice the driver sees.
@@ -66,7 +70,27 @@ class CheckpointAborted:
         return {**_common(self), "reason": self.reason}
 
 
-RunNotice = TriggerCheckpoint | CheckpointCompleted | CheckpointAborted
+@dataclass(frozen=True, slots=True)
+class RescaleTo:
+    """Run at ``parallelism``. ``request_id``: the pending request to report applied
+    (``""`` after a grant with no request pending: the job's current parallelism, which a
+    standby registered at another one adopts). Not numbered (``seq`` 0)."""
+
+    type: ClassVar[str] = "rescale"
+    parallelism: int
+    request_id: str = ""
+    seq: int = field(default=0, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "seq": self.seq,
+            "parallelism": self.parallelism,
+            "request_id": self.request_id,
+        }
+
+
+RunNotice = TriggerCheckpoint | CheckpointCompleted | CheckpointAborted | RescaleTo
 
 #: One subtask's acknowledgement as a driver sends it: (operator uid, subtask, state).
 Ack = tuple[str, int, OperatorSubtaskState]
@@ -122,6 +146,8 @@ class RunSuperseded(Exception):
 
 def notice_from_dict(data: dict[str, Any]) -> RunNotice:
     """The inverse of ``to_dict``; raises ValueError on an unknown type."""
+    if data.get("type") == RescaleTo.type:
+        return RescaleTo(int(data["parallelism"]), str(data.get("request_id") or ""))
     kind = CheckpointKind(data.get("kind") or "checkpoint")
     common = {"seq": int(data["seq"]), "timestamp_ms": int(data.get("timestamp_ms") or 0)}
     checkpoint_id = int(data["checkpoint_id"])
@@ -140,7 +166,7 @@ def notice_from_dict(data: dict[str, Any]) -> RunNotice:
     raise ValueError(f"unknown notice type {data.get('type')!r}")
 
 
-def _common(notice: RunNotice) -> dict[str, Any]:
+def _common(notice: TriggerCheckpoint | CheckpointCompleted | CheckpointAborted) -> dict[str, Any]:
     return {
         "type": notice.type,
         "seq": notice.seq,

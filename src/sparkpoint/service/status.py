@@ -18,6 +18,7 @@ from typing import Any
 from sparkpoint.checkpoint import CheckpointPointer, InvalidCheckpointValue
 from sparkpoint.metadata import MetadataError, describe_checkpoint
 from sparkpoint.runs.errors import UnknownCheckpointIdError, UnknownJobError
+from sparkpoint.runs.rescales import graph_max_parallelism, graph_parallelism
 from sparkpoint.runs.session import JobSession
 from sparkpoint.service.backend import Backend
 from sparkpoint.service.term import Term
@@ -34,6 +35,10 @@ def record_to_dict(record: JobRecord) -> dict[str, Any]:
         "operators": len(record.graph.operators),
         "graph": record.graph.to_dict(),
         "checkpoint_config": record.checkpoint_config,
+        "parallelism": graph_parallelism(record.graph),
+        "max_parallelism": graph_max_parallelism(record.graph),
+        # The last rescale asked of the job (None: never asked).
+        "rescale": record.rescale.to_dict() if record.rescale else None,
     }
 
 

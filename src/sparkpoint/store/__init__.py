@@ -11,6 +11,7 @@ from sparkpoint.store.api import (
 from sparkpoint.store.jobs import (
     JobRecord,
     JobRegistry,
+    RescaleRequest,
     StandaloneJobRegistry,
     ZooKeeperJobRegistry,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "DuplicateCheckpointError",
     "JobRecord",
     "JobRegistry",
+    "RescaleRequest",
     "StandaloneCompletedCheckpointStore",
     "StandaloneJobRegistry",
     "ZooKeeperCompletedCheckpointStore",

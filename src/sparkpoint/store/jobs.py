@@ -1,4 +1,6 @@
-"""The registry of submitted jobs: ``jobs/<job-id>`` holds the graph and its config."""
+"""The registry of submitted jobs: ``jobs/<job-id>`` holds the graph and its config, the
+job's driver runs, and the last rescale asked of it (pending until its driver reports it
+applied: in ZooKeeper, so a change of leader loses no request)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,61 @@ from kazoo.exceptions import NoNodeError
 from sparkpoint.checkpoint import InvalidCheckpointValue, JobGraph, JobStatus
 from sparkpoint.ha import ConflictError, Fence, HAError, Op, ZooKeeperConnection, translate
 from sparkpoint.ha.fencing import missing_parent_ops
+
+
+@dataclass(frozen=True, slots=True)
+class RescaleRequest:
+    """A rescale asked of a running job (docs/operations.md, "Rescaling a running job").
+    ``state`` is "pending" until the job's driver reports it applied: then ``epoch`` (the
+    driver run's epoch after which it runs at ``parallelism``) and ``checkpoint_id`` (the
+    checkpoint it was planned from) say when it took effect."""
+
+    request_id: str
+    parallelism: int
+    requested_ms: int
+    state: str = "pending"
+    epoch: int | None = None
+    checkpoint_id: int | None = None
+    applied_ms: int | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "pending"
+
+    def applied(self, epoch: int, checkpoint_id: int | None) -> RescaleRequest:
+        return replace(
+            self,
+            state="applied",
+            epoch=epoch,
+            checkpoint_id=checkpoint_id,
+            applied_ms=int(time.time() * 1000),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "request_id": self.request_id,
+            "parallelism": self.parallelism,
+            "requested_ms": self.requested_ms,
+            "state": self.state,
+            "epoch": self.epoch,
+            "checkpoint_id": self.checkpoint_id,
+            "applied_ms": self.applied_ms,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RescaleRequest:
+        def number(key: str) -> int | None:
+            return None if data.get(key) is None else int(data[key])
+
+        return cls(
+            request_id=str(data["request_id"]),
+            parallelism=int(data["parallelism"]),
+            requested_ms=int(data.get("requested_ms", 0)),
+            state=str(data.get("state", "pending")),
+            epoch=number("epoch"),
+            checkpoint_id=number("checkpoint_id"),
+            applied_ms=number("applied_ms"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +90,8 @@ class JobRecord:
     #: when it gave none): a refused connection there tells the leader the process is gone.
     run_address: str = ""
     standby_address: str = ""
+    #: The last rescale asked of the job (None: never asked).
+    rescale: RescaleRequest | None = None
 
     @property
     def job_id(self) -> str:
@@ -58,6 +117,9 @@ class JobRecord:
             standby_address="",
         )
 
+    def with_rescale(self, request: RescaleRequest | None) -> JobRecord:
+        return replace(self, rescale=request)
+
     def to_bytes(self) -> bytes:
         return json.dumps(
             {
@@ -70,6 +132,7 @@ class JobRecord:
                 "standby_run_id": self.standby_run_id,
                 "run_address": self.run_address,
                 "standby_address": self.standby_address,
+                **({"rescale": self.rescale.to_dict()} if self.rescale else {}),
             },
             separators=(",", ":"),
             sort_keys=True,
@@ -89,6 +152,7 @@ class JobRecord:
                 standby_run_id=str(data.get("standby_run_id", "")),
                 run_address=str(data.get("run_address", "")),
                 standby_address=str(data.get("standby_address", "")),
+                rescale=RescaleRequest.from_dict(data["rescale"]) if data.get("rescale") else None,
             )
         except (ValueError, KeyError, TypeError) as exc:
             if isinstance(exc, InvalidCheckpointValue):

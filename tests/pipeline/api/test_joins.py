@@ -2,8 +2,9 @@
 joined pairs and the late records — equals an offline computation of the same
 out-of-order inputs with late records, for the interval join and the window join
 (tumbling and sliding), uninterrupted and across savepoints restored at another
-parallelism (4 → 3 → 6 for the interval join), on both state backends. Bad joins are
-refused with errors that name what is wrong."""
+parallelism (4 → 3 → 6 for the interval join), on both state backends. Bad joins (the
+stream join's of test_stream_joins.py too) are refused with errors that name what is
+wrong."""
 
 from __future__ import annotations
 
@@ -156,7 +157,21 @@ def test_bad_joins_are_refused_with_what_is_wrong() -> None:
         a.interval_join(untimed).between(0, 1).process(OrderShipped())
     with pytest.raises(ValueError, match="is not keyed: call key_by on both"):
         a.interval_join(p.source(shipments(), uid="d")).between(0, 1)
-    with pytest.raises(ValueError, match="takes tumbling or sliding windows, not Event"):
-        a.window_join(b).window(EventTimeSessionWindows(gap_ms=10))
+    with pytest.raises(TypeError, match=r"window join takes a window assigner .* got 10"):
+        a.window_join(b).window(10)  # type: ignore[arg-type]
+    a.window_join(b).window(EventTimeSessionWindows(gap_ms=10))  # sessions are joined too
+    # The unbounded stream join.
+    with pytest.raises(ValueError, match="left outer stream join needs with_ttl"):
+        a.join(b).left_outer().process(OrderShipped())
+    with pytest.raises(ValueError, match="ttl_ms must be a positive int of ms, got 0"):
+        a.join(b).with_ttl(0)
+    with pytest.raises(ValueError, match=r"ttl_ms must be a positive int of ms, got 1\.5"):
+        a.join(b).with_ttl(1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a stream join takes a ProcessJoinFunction"):
+        a.join(b).with_ttl(5).process(KeyedCoProcessFunction())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"a stream join needs event time, and sources \['c'\]"):
+        a.join(untimed).process(OrderShipped())
+    with pytest.raises(ValueError, match="is not keyed: call key_by on both"):
+        a.join(p.source(shipments(), uid="d"))
     with pytest.raises(TypeError, match="a window join takes a ProcessJoinFunction"):
         a.window_join(b).window(TumblingEventTimeWindows(10)).apply(lambda o, s: o)  # type: ignore[arg-type]

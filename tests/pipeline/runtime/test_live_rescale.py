@@ -3,7 +3,9 @@ state backends — the keyed clicks job, with the output exactly once and the fi
 equal to the offline computation, and the event-time sessions job (windows, timers and
 watermarks), whose sessions and late clicks equal the offline ones; each rescale planned
 from the checkpoint it completed, the coordinator's graph and the next checkpoint at the
-new parallelism. Bad parallelisms are refused. Real Spark, files and coordinator."""
+new parallelism; once through a rescale request stored with the job (the REST API's),
+applied and reported by the driver. Bad parallelisms are refused. Real Spark, files and
+coordinator."""
 
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ from sparkpoint.examples.sessions import sessions_pipeline
 from sparkpoint.pipeline import BackgroundChannel, EmbeddedChannel, PipelineDriver
 from sparkpoint.pipeline.sinks.files import IN_PROGRESS_DIR
 from sparkpoint.pipeline.state_processor.entries import read_state_entries
+from sparkpoint.runs.errors import InvalidParallelismError
 from sparkpoint.storage import CheckpointStorage
 from tests.pipeline import support
 from tests.pipeline.api.test_windows import assert_sessions_committed, clicks
+from tests.support.waiting import wait_until
 
 
 def parallelism_in(storage: CheckpointStorage, job_id: str, checkpoint_id: int) -> set[int]:
@@ -40,7 +44,10 @@ def graph_parallelism(channel: EmbeddedChannel) -> set[int]:
 def test_live_rescale_4_2_6_is_exactly_once_and_ends_in_the_offline_state(
     spark: Any, tmp_path: Path, backend: str, background: bool
 ) -> None:
-    """``background``: through a BackgroundChannel, whose thread heartbeats meanwhile."""
+    """``background``: through a BackgroundChannel, whose thread heartbeats meanwhile, and
+    the rescale to 2 asked of the job as the REST API asks it (a request stored with the
+    job's record): the driver hears it with a heartbeat, rescales at the next epoch
+    boundary and reports when, which the record then says."""
     job = f"live-{backend}"
     p = support.pipeline(job, tmp_path / "out", 4, records_per_epoch=150)
     p = p.with_state_backend(backend)
@@ -51,10 +58,24 @@ def test_live_rescale_4_2_6_is_exactly_once_and_ends_in_the_offline_state(
     assert driver.start() is None
     driver.run(max_epochs=2)
 
-    down = driver.rescale(2)
+    if background:
+        asked = channel.request_rescale(2)
+        assert asked.state == "pending" and channel.rescale_request() == asked
+        wait_until(
+            lambda: driver.run_epoch() is not None and channel.rescale_request().state == "applied",
+            timeout=120,
+            message="the driver applies the request and reports it",
+        )
+        (down,) = driver.status.rescales
+        applied = channel.rescale_request()
+        assert (applied.request_id, applied.parallelism) == (asked.request_id, 2)
+        assert (applied.epoch, applied.checkpoint_id) == (down.epoch, down.checkpoint_id)
+        assert down.checkpoint_id in driver.status.completed
+    else:
+        down = driver.rescale(2)
+        assert down.epoch == driver.status.epoch, "no epoch ran after the checkpoint"
+        assert down.checkpoint_id == driver.status.completed[-1]
     assert (down.before, down.after) == (4, 2)
-    assert down.epoch == driver.status.epoch, "no epoch ran after the checkpoint"
-    assert down.checkpoint_id == driver.status.completed[-1]
     assert parallelism_in(storage, job, down.checkpoint_id) == {4}
     assert graph_parallelism(channel) == {2}
     assert {op.parallelism for op in driver.graph.operators} == {2}
@@ -122,6 +143,11 @@ def test_rescale_to_a_parallelism_the_job_cannot_run_at_is_refused(
             driver.rescale(bad)
     with pytest.raises(TypeError, match="must be an int"):
         driver.rescale(2.0)  # type: ignore[arg-type]
+    # So is a request (the REST API's); one for the parallelism it runs at changes nothing.
+    with pytest.raises(InvalidParallelismError, match=r"between 1 and the job's max .* 128"):
+        channel.request_rescale(129)
+    assert channel.request_rescale(4).state == "unchanged"
+    assert channel.rescale_request() is None
     # Refused before anything happened: no checkpoint, the graph unchanged.
     assert driver.status.acknowledged == [] and driver.status.rescales == []
     assert graph_parallelism(channel) == {4}

@@ -18,8 +18,10 @@ from typing import Any
 from sparkpoint.examples.nexmark.events import SIDE_INPUT
 from sparkpoint.examples.nexmark.highest_bid import WINDOW_MS
 from sparkpoint.examples.nexmark.hot_items import SIZE_MS, SLIDE_MS
+from sparkpoint.examples.nexmark.new_users import WINDOW_MS as NEW_USERS_WINDOW_MS
 from sparkpoint.examples.nexmark.queries import QUERIES
 from sparkpoint.examples.nexmark.sessions import GAP_MS
+from sparkpoint.examples.nexmark.winning_bids import PRECEDING
 from sparkpoint.pipeline import TransactionalFileSink, to_json_line
 
 Row = dict[str, Any]
@@ -34,6 +36,23 @@ FROM read_json('{files}', format = 'newline_delimited', columns = {{
     'Bid': 'STRUCT(auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR,
                    url VARCHAR, date_time BIGINT, extra VARCHAR)'}})
 WHERE Bid IS NOT NULL
+"""
+
+#: The persons and the auctions of the event files, as the suite's views.
+PERSON_VIEW = """
+CREATE VIEW person AS
+SELECT Person.* FROM read_json('{files}', format = 'newline_delimited', columns = {{
+    'Person': 'STRUCT(id BIGINT, name VARCHAR, email_address VARCHAR, credit_card VARCHAR,
+                      city VARCHAR, state VARCHAR, date_time BIGINT, extra VARCHAR)'}})
+WHERE Person IS NOT NULL
+"""
+AUCTION_VIEW = """
+CREATE VIEW auction AS
+SELECT Auction.* FROM read_json('{files}', format = 'newline_delimited', columns = {{
+    'Auction': 'STRUCT(id BIGINT, item_name VARCHAR, description VARCHAR, initial_bid BIGINT,
+                       reserve BIGINT, date_time BIGINT, expires BIGINT, seller BIGINT,
+                       category BIGINT, extra VARCHAR)'}})
+WHERE Auction IS NOT NULL
 """
 
 #: q13's side input (``{path}``), as the suite declares it.
@@ -81,6 +100,23 @@ def session_sql(gap_ms: int) -> str:
         SELECT bidder, count(*) AS bid_count, min(date_time) AS starttime,
                max(date_time) + {gap_ms} AS endtime
         FROM numbered GROUP BY bidder, session"""
+
+
+#: Each auction joined with the bids of its lifetime (q4, q9).
+IN_LIFETIME = """
+    auction a JOIN bid b ON a.id = b.auction AND b.date_time BETWEEN a.date_time AND a.expires"""
+AUCTION_COLUMNS = """a.id, a.item_name, a.description, a.initial_bid, a.reserve, a.date_time,
+    a.expires, a.seller, a.category, a.extra"""
+
+
+def new_users_sql(size_ms: int) -> str:
+    """q8 for windows of ``size_ms``: the persons and the sellers of each window, joined."""
+    start = f"date_time - date_time % {size_ms}"
+    return f"""
+        SELECT p.id, p.name, p.starttime
+        FROM (SELECT id, name, {start} AS starttime FROM person GROUP BY ALL) p
+        JOIN (SELECT seller, {start} AS starttime FROM auction GROUP BY ALL) a
+          ON p.id = a.seller AND p.starttime = a.starttime"""
 
 
 def hot_items_sql(size_ms: int, slide_ms: int) -> str:
@@ -156,6 +192,42 @@ SQL: dict[str, str] = {
                 ORDER BY date_time DESC, price DESC, channel DESC, url DESC, extra DESC) AS n
             FROM bid)
         WHERE n = 1""",
+    "q3": """
+        SELECT p.name, p.city, p.state, a.id
+        FROM auction a JOIN person p ON a.seller = p.id
+        WHERE a.category = 10 AND p.state IN ('or', 'id', 'ca')""",
+    "q4": f"""
+        SELECT category, sum(final) // count(*) AS final FROM (
+            SELECT a.id, a.category, max(b.price) AS final FROM {IN_LIFETIME} GROUP BY ALL)
+        GROUP BY category""",
+    "q6": f"""
+        WITH winners AS (
+            SELECT a.id, a.seller, b.price, b.date_time, row_number() OVER (
+                PARTITION BY a.id
+                ORDER BY b.price DESC, b.date_time, b.bidder, b.channel, b.url, b.extra) AS n
+            FROM {IN_LIFETIME})
+        SELECT seller, id AS auction, sum(price) OVER w // count(*) OVER w AS avg_price
+        FROM winners WHERE n = 1
+        WINDOW w AS (PARTITION BY seller ORDER BY date_time, id
+                     ROWS BETWEEN {PRECEDING} PRECEDING AND CURRENT ROW)""",
+    "q8": new_users_sql(NEW_USERS_WINDOW_MS),
+    "q9": f"""
+        SELECT * EXCLUDE (n) FROM (
+            SELECT {AUCTION_COLUMNS}, b.auction, b.bidder, b.price,
+                   b.date_time AS bid_date_time, b.extra AS bid_extra,
+                   row_number() OVER (
+                       PARTITION BY a.id
+                       ORDER BY b.price DESC, b.date_time, b.bidder, b.channel, b.url, b.extra
+                   ) AS n
+            FROM {IN_LIFETIME})
+        WHERE n = 1""",
+    "q20": """
+        SELECT b.auction, b.bidder, b.price, b.channel, b.url, b.date_time AS bid_date_time,
+               b.extra AS bid_extra, a.item_name, a.description, a.initial_bid, a.reserve,
+               a.date_time AS auction_date_time, a.expires, a.seller, a.category,
+               a.extra AS auction_extra
+        FROM bid b JOIN auction a ON b.auction = a.id
+        WHERE a.category = 10""",
     "q19": """
         SELECT auction, bidder, price, channel, url, date_time, extra, rank_number FROM (
             SELECT *, row_number() OVER (
@@ -172,11 +244,14 @@ def expected_rows(name: str, events_dir: str | Path) -> list[Row]:
 
 
 def rows_of(sql: str, events_dir: str | Path) -> list[Row]:
-    """The rows of ``sql`` over the view ``bid`` of the event files under ``events_dir``."""
+    """The rows of ``sql`` over the views ``bid``, ``person`` and ``auction`` of the event
+    files under ``events_dir``."""
     import duckdb
 
     with duckdb.connect() as db:
-        db.execute(BID_VIEW.format(files=str(Path(events_dir) / "*.jsonl")))
+        files = str(Path(events_dir) / "*.jsonl")
+        for view in (BID_VIEW, PERSON_VIEW, AUCTION_VIEW):
+            db.execute(view.format(files=files))
         db.execute(SIDE_INPUT_TABLE.format(path=str(Path(events_dir) / SIDE_INPUT)))
         result = db.execute(sql)
         columns = [d[0] for d in result.description]

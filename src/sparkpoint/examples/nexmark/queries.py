@@ -1,4 +1,4 @@
-"""The queries of Flink's Nexmark suite that read bids alone, by name, and those left out.
+"""The queries of Flink's Nexmark suite, by name, and those left out.
 
 >>> list(QUERIES)  # doctest: +SKIP
 ['q0', 'q1', 'q2', 'q10', 'q14', 'q21', 'q22', 'q13', 'q5', 'q7', 'q11', 'q15', 'q16', …]
@@ -11,8 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkpoint.examples.nexmark import daily, highest_bid, hot_items, ranking, sessions
-from sparkpoint.examples.nexmark.events import SIDE_INPUT, bid_stream
+from sparkpoint.examples.nexmark import (
+    daily,
+    highest_bid,
+    hot_items,
+    new_users,
+    ranking,
+    regular_join,
+    sessions,
+    winning_bids,
+)
+from sparkpoint.examples.nexmark.events import SIDE_INPUT, EventFiles
 from sparkpoint.examples.nexmark.stateless import ROWS, SideInputJoin, stateless_query
 from sparkpoint.pipeline import Pipeline, TransactionalFileSink, to_json_line
 
@@ -21,24 +30,30 @@ from sparkpoint.pipeline import Pipeline, TransactionalFileSink, to_json_line
 class Query:
     name: str
     summary: str
-    #: The bid stream (events.bid_stream) and the events' directory (q13's side input is
-    #: there) → the query's rows, before the sink.
-    build: Callable[[Pipeline, str], Pipeline]
+    #: The event files (the streams of persons, auctions and bids; q13's side input is
+    #: beside them) → the query's rows, before the sink.
+    build: Callable[[EventFiles], Pipeline]
     #: Not empty: the rows are upserts of this key, each with a ``version`` (ranking.py).
     upsert_key: tuple[str, ...] = ()
 
 
 def _stateless(name: str, summary: str) -> Query:
-    return Query(name, summary, lambda bids, _: stateless_query(ROWS[name], bids, name))
+    return Query(name, summary, lambda files: stateless_query(ROWS[name], files.bids(), name))
 
 
 def _of_bids(summary: str, query: Callable[[Pipeline], Pipeline], **kwargs: Any) -> Query:
     """A query of the bids alone: ``query(bids)``."""
-    return Query(query.__name__, summary, lambda bids, _: query(bids), **kwargs)
+    return Query(query.__name__, summary, lambda files: query(files.bids()), **kwargs)
 
 
-def _q13(bids: Pipeline, events_dir: str) -> Pipeline:
-    return stateless_query(SideInputJoin(Path(events_dir) / SIDE_INPUT), bids, "q13")
+def _joined(summary: str, query: Callable[[EventFiles], Pipeline], **kwargs: Any) -> Query:
+    """A query of two kinds of events joined: ``query(files)``."""
+    return Query(query.__name__, summary, query, **kwargs)
+
+
+def _q13(files: EventFiles) -> Pipeline:
+    side_input = SideInputJoin(Path(files.directory) / SIDE_INPUT)
+    return stateless_query(side_input, files.bids(), "q13")
 
 
 QUERIES: dict[str, Query] = {
@@ -68,19 +83,28 @@ QUERIES: dict[str, Query] = {
             ranking.q19,
             upsert_key=("auction", "rank_number"),
         ),
+        _joined("persons in OR, ID or CA with their auctions of category 10", regular_join.q3),
+        _joined(
+            "the average winning price of the closed auctions per category (upserts)",
+            winning_bids.q4,
+            upsert_key=("category",),
+        ),
+        _joined(
+            "the average winning price of each seller's last closed auctions (upserts)",
+            winning_bids.q6,
+            upsert_key=("seller", "auction"),
+        ),
+        _joined(
+            "the persons who opened an auction in the 10 s window they entered in", new_users.q8
+        ),
+        _joined("each auction with its winning bid", winning_bids.q9),
+        _joined("the bids on auctions of category 10, with the auction", regular_join.q20),
     )
 }
 
 #: The suite's other queries and why they are not here (yet).
 LEFT_OUT: dict[str, str] = {
-    "q3": "joins persons with their auctions: needs two-input joins",
-    "q4": "joins auctions with their bids: needs two-input joins",
-    "q6": "an OVER window over the updating result of a join (a seller's last 10 closed "
-    "auctions): Flink does not run it either, the suite marks it unsupported",
-    "q8": "joins new persons with their new auctions per window: needs two-input joins",
-    "q9": "joins auctions with their bids (the winning bid): needs two-input joins",
     "q12": "processing-time windows: the result depends on the wall clock",
-    "q20": "joins bids with their auctions: needs two-input joins",
 }
 
 
@@ -101,13 +125,8 @@ def query_pipeline(
         query = QUERIES[name]
     except KeyError:
         raise ValueError(f"unknown Nexmark query {name!r}: {why_not(name)}") from None
-    bids = bid_stream(
-        job_id or f"nexmark-{name}", events_dir,
-        parallelism=parallelism, bytes_per_epoch=bytes_per_epoch,
-    )  # fmt: skip
-    pipeline = query.build(bids, events_dir).sink(
-        TransactionalFileSink(out, serialize=to_json_line)
-    )
+    files = EventFiles(job_id or f"nexmark-{name}", events_dir, parallelism, bytes_per_epoch)
+    pipeline = query.build(files).sink(TransactionalFileSink(out, serialize=to_json_line))
     return pipeline.with_state_backend(state_backend) if state_backend else pipeline
 
 

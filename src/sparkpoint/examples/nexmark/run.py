@@ -17,7 +17,7 @@ class Run:
     query: str
     parallelism: int
     epochs: int
-    #: The bids (or rows) the first keyed stage took in.
+    #: The records the first keyed stage took in (bids; a join: both inputs' records).
     records: int
     #: From the driver's start (restore included) to the last checkpoint's completion.
     seconds: float

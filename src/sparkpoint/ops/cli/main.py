@@ -28,6 +28,7 @@ def _register_commands() -> None:
     from sparkpoint.ops.cli.kafka import kafka_group
     from sparkpoint.ops.cli.metadata import metadata_group
     from sparkpoint.ops.cli.package import package_command
+    from sparkpoint.ops.cli.rescale import rescale_command
     from sparkpoint.ops.cli.restore import restore
     from sparkpoint.ops.cli.run import run_command
     from sparkpoint.ops.cli.service import coordinator_group
@@ -52,6 +53,7 @@ def _register_commands() -> None:
     checkpoints_group.add_command(gc_command)
     checkpoints_group.add_command(shared_check_command)
     jobs_group.add_command(cancel_command)
+    jobs_group.add_command(rescale_command)
     for command in STATUS_COMMANDS:
         main.add_command(command)
 

@@ -70,6 +70,17 @@ def job(data: dict[str, Any]) -> None:
             str(op.get("acknowledges", True)),
         )
     console.print(table)
+    rescale = data.get("rescale")
+    if rescale and rescale["state"] == "applied":
+        console.print(
+            f"last rescale: to {rescale['parallelism']}, applied after epoch {rescale['epoch']} "
+            f"from checkpoint {rescale['checkpoint_id']} (request {rescale['request_id']})"
+        )
+    elif rescale:
+        console.print(
+            f"rescale to {rescale['parallelism']} {rescale['state']} (request "
+            f"{rescale['request_id']})"
+        )
     if data.get("options"):
         console.print("options: " + ", ".join(f"{k}={v}" for k, v in data["options"].items()))
 

@@ -366,13 +366,17 @@ class Demo:
         if self.queue is not None:
             self._drain()
         if self.pipeline is not None and self.pipeline.poll() is None:
-            # SIGINT: the driver stops at an epoch boundary; committed output stays.
+            # SIGINT to the driver alone: it stops at an epoch boundary, committed output
+            # stays. Its process group also holds the Python workers of running tasks,
+            # which die on SIGINT and would fail the epoch the driver is finishing.
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pipeline.pid, signal.SIGINT)
+                os.kill(self.pipeline.pid, signal.SIGINT)
             try:
                 self.pipeline.wait(60)
             except subprocess.TimeoutExpired:
-                self.pipeline.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pipeline.pid, signal.SIGKILL)
+                self.pipeline.wait(30)
         for replica in self.replicas:
             if replica.alive():
                 assert replica.proc is not None

@@ -1,7 +1,8 @@
 """The pipeline API: source → [stages] → key_by → process → [stages → key_by →
 process …] → [stages] → sink, and the job graph it makes. Several sources go into the
 first keyed stage through ``union`` (one stream of records of the same shape) or
-``connect`` (two keyed streams into one :class:`KeyedCoProcessFunction`). Stages
+``connect`` (two keyed streams into one :class:`KeyedCoProcessFunction`), or a join of
+two keyed streams (join_entries.py). Stages
 (``map``, ``filter``, ``flat_map``, ``dataframe``) called before ``key_by`` run on each
 record before it is keyed; called after ``process``, on the keyed function's outputs,
 before the next ``key_by`` or the sink (stages.py).
@@ -31,6 +32,7 @@ from sparkpoint.pipeline.api.broadcast import (
 )
 from sparkpoint.pipeline.api.event_time import WatermarkStrategy
 from sparkpoint.pipeline.api.functions import KeyedProcessFunction
+from sparkpoint.pipeline.api.join_entries import JoinEntries
 from sparkpoint.pipeline.api.several_sources import (
     SourceInput,
     TypedKey,
@@ -56,7 +58,6 @@ from sparkpoint.pipeline.state.backend import StateBackend, default_state_backen
 from sparkpoint.statefiles import default_max_parallelism
 
 if TYPE_CHECKING:
-    from sparkpoint.pipeline.api.joins import IntervalJoin, WindowJoin
     from sparkpoint.pipeline.api.keyed_state import MapStateDescriptor
     from sparkpoint.pipeline.api.windows import (
         AggregateFunction,
@@ -76,10 +77,16 @@ class KeyedStage:
     #: None only while the pipeline is being built (``key_by`` without ``process`` yet).
     function: KeyedProcessFunction | None
     uid: str
+    #: The keyed stage whose outputs it takes (None: the one before it); a branch's.
+    input: int | None = None
+    #: A branch's last stage: the branch sink's uid, where its outputs go (branches.py).
+    branch: str | None = None
+    #: A branch's per-record stages between its last keyed stage and its sink.
+    stages_after: tuple[Stage, ...] = ()
 
 
 @dataclass(frozen=True)
-class Pipeline:
+class Pipeline(JoinEntries):
     """An immutable description; each builder call returns a new one. Every operator
     has a stable uid (defaults ``source``, ``process``, ``sink``): uids, not positions,
     match state to operators on restore, so keep them when changing a job. Stages have
@@ -247,19 +254,12 @@ class Pipeline:
         maps ``descriptors`` (broadcast.py): ``keyed.connect(rules.broadcast(RULES))``."""
         return broadcast_stream(self, descriptors)
 
-    def interval_join(self, other: Pipeline) -> IntervalJoin:
-        """This keyed stream (left) joined with keyed ``other`` (right) within an event-time
-        interval: ``.between(lower_ms, upper_ms).process(ProcessJoinFunction)`` (joins.py)."""
-        from sparkpoint.pipeline.api.joins import IntervalJoin
+    def with_branches(self, *branches: Pipeline) -> Pipeline:
+        """One job of this pipeline and ``branches``: pipelines built on from one of its
+        keyed stages, each with keyed stages and a sink of its own (branches.py)."""
+        from sparkpoint.pipeline.api.branches import with_branches
 
-        return IntervalJoin(self.connect(other))
-
-    def window_join(self, other: Pipeline) -> WindowJoin:
-        """This keyed stream (left) joined with keyed ``other`` (right) in event-time
-        windows: ``.window(assigner).apply(ProcessJoinFunction)`` (joins.py)."""
-        from sparkpoint.pipeline.api.joins import WindowJoin
-
-        return WindowJoin(self.connect(other))
+        return with_branches(self, branches)
 
     def sink(self, sink: Sink, *, uid: str = "sink") -> Pipeline:
         return replace(self, sink_op=sink, sink_uid=uid)

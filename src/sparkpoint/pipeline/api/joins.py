@@ -12,9 +12,11 @@ joins nothing, and goes to a side output when one is named for its side (else it
 dropped, as in Flink).
 
 *Window join* (Flink's ``join(…).window(…)``): the left and right records of a key in
-the same tumbling or sliding window are joined, every pair once per window, when the
-watermark passes the window's last ms; a record too late for all its windows goes to
-the side output ``"late"`` as in a window.
+the same tumbling, sliding or session window are joined, every pair once per window,
+when the watermark passes the window's last ms; a record too late for all its windows
+goes to the side output ``"late"`` as in a window. A key's session windows gather the
+records of both sides: a record of either side within the gap of a session extends it,
+and one between two sessions merges them.
 
 >>> joined = (orders.key_by(lambda o: o["customer"])                   # doctest: +SKIP
 ...           .interval_join(shipments.key_by(lambda s: s["customer"]))
@@ -50,7 +52,8 @@ class JoinContext:
     def __init__(self) -> None:
         self.current_key: Key = None
         self.left_timestamp = 0
-        self.right_timestamp = 0
+        #: None for a left outer join's left record without a partner (right is None).
+        self.right_timestamp: int | None = 0
         #: The window of a window join's pair (None in an interval join).
         self.window: TimeWindow | None = None
         self._ctx: Context | None = None
@@ -61,6 +64,8 @@ class JoinContext:
         of the pair's timestamps."""
         if self.window is not None:
             return self.window.max_timestamp
+        if self.right_timestamp is None:
+            return self.left_timestamp
         return max(self.left_timestamp, self.right_timestamp)
 
     def _context(self) -> Context:
@@ -96,11 +101,44 @@ LEFT_BUFFER: MapStateDescriptor[int, list[Any]] = MapStateDescriptor("interval-j
 RIGHT_BUFFER: MapStateDescriptor[int, list[Any]] = MapStateDescriptor("interval-join-right")
 
 
-class IntervalJoinOperator(KeyedCoProcessFunction):
+class BufferedJoinOperator(KeyedCoProcessFunction):
+    """What the joins that keep each side's waiting records in map state (timestamp →
+    records) share: the two buffers, and telling an on-time record from a late one."""
+
+    #: The two sides' buffers, and the join's name in errors (set by each join).
+    left_buffer: MapStateDescriptor[int, list[Any]]
+    right_buffer: MapStateDescriptor[int, list[Any]]
+    kind: str
+    function: ProcessJoinFunction
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.left = ctx.get_map_state(self.left_buffer)
+        self.right = ctx.get_map_state(self.right_buffer)
+        self.join_ctx = JoinContext()
+        self.function.open(ctx)
+
+    def _on_time(self, value: Any, ctx: Context, late_tag: str | None) -> int | None:
+        """The record's timestamp, or None when it is late (sent to ``late_tag``)."""
+        ts = ctx.timestamp
+        if ts is None:
+            raise RuntimeError(
+                f"{self.kind} needs event time: give both inputs "
+                "assign_timestamps(WatermarkStrategy(…))"
+            )
+        if ts <= ctx.current_watermark():
+            if late_tag is not None:
+                ctx.output(late_tag, value)
+            return None
+        return ts
+
+
+class IntervalJoinOperator(BufferedJoinOperator):
     """The connected keyed function an interval join runs as. A left record at ``ts``
     waits until the watermark reaches ``ts + upper`` (after that every right record
     that is not late is above ``ts + upper``), a right one until ``ts - lower``; a record
     whose wait is already over is joined with what waits and not kept."""
+
+    left_buffer, right_buffer, kind = LEFT_BUFFER, RIGHT_BUFFER, "an interval join"
 
     def __init__(
         self,
@@ -113,12 +151,6 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
         self.function = function
         self.lower_ms, self.upper_ms = lower_ms, upper_ms
         self.left_late, self.right_late = left_late, right_late
-
-    def open(self, ctx: RuntimeContext) -> None:
-        self.left = ctx.get_map_state(LEFT_BUFFER)
-        self.right = ctx.get_map_state(RIGHT_BUFFER)
-        self.join_ctx = JoinContext()
-        self.function.open(ctx)
 
     def process_element1(self, key: Key, value: Any, ctx: Context) -> None:
         ts = self._on_time(value, ctx, self.left_late)
@@ -140,20 +172,6 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
                     self._join(key, (left, left_ts), (value, ts), ctx)
         self._wait(self.right, value, ts, ts - self.lower_ms, ctx)
 
-    def _on_time(self, value: Any, ctx: Context, late_tag: str | None) -> int | None:
-        """The record's timestamp, or None when it is late (sent to ``late_tag``)."""
-        ts = ctx.timestamp
-        if ts is None:
-            raise RuntimeError(
-                "an interval join needs event time: give both inputs "
-                "assign_timestamps(WatermarkStrategy(…))"
-            )
-        if ts <= ctx.current_watermark():
-            if late_tag is not None:
-                ctx.output(late_tag, value)
-            return None
-        return ts
-
     def _wait(self, buffer: Any, value: Any, ts: int, until: int, ctx: Context) -> None:
         if until <= ctx.current_watermark():
             return  # no record of the other side that is not late can still match it
@@ -161,7 +179,7 @@ class IntervalJoinOperator(KeyedCoProcessFunction):
         ctx.register_event_time_timer(until)
 
     def _join(self, key: Key, left: tuple[Any, int], right: tuple[Any, int], ctx: Context) -> None:
-        join_pair(self.function, self.join_ctx, ctx, key, left, right, None)
+        join_pair(self.function, self.join_ctx, ctx, key, left, right)
 
     def on_timer(self, timestamp: int, key: Key, ctx: TimerContext) -> None:
         # One timer time may end the wait of a left and of a right timestamp.
@@ -174,17 +192,19 @@ def join_pair(
     join_ctx: JoinContext,
     ctx: Context,
     key: Key,
-    left: tuple[Any, int],
-    right: tuple[Any, int],
-    window: TimeWindow | None,
+    left: tuple[Any, int | None],
+    right: tuple[Any, int | None] | None,
+    window: TimeWindow | None = None,
 ) -> None:
-    """Hands the pair (each ``(value, timestamp)``) to ``function``; what it collects
+    """Hands the pair (each ``(value, timestamp)``, a lookup table's row without one;
+    ``right`` None: a left record without a partner) to ``function``; what it collects
     carries ``join_ctx.timestamp``."""
     join_ctx._ctx, join_ctx.current_key, join_ctx.window = ctx, key, window
-    join_ctx.left_timestamp, join_ctx.right_timestamp = left[1], right[1]
+    right_value, right_ts = right if right is not None else (None, None)
+    join_ctx.left_timestamp, join_ctx.right_timestamp = left[1], right_ts
     record_ts, ctx.timestamp = ctx.timestamp, join_ctx.timestamp
     try:
-        function.process_element(left[0], right[0], join_ctx)
+        function.process_element(left[0], right_value, join_ctx)
     finally:
         ctx.timestamp = record_ts
 
@@ -267,9 +287,10 @@ WINDOW_BUFFER: MapStateDescriptor[tuple[int, int], Any] = MapStateDescriptor("wi
 
 class WindowJoinOperator(KeyedCoProcessFunction):
     """The connected keyed function a window join runs as: each record waits in every
-    window it belongs to; when the watermark passes a window's last ms, every left
-    record of it is joined with every right one, and the window is dropped. A record
-    too late for all its windows goes to the side output ``"late"``."""
+    window it belongs to (a session merged with those it overlaps); when the watermark
+    passes a window's last ms, every left record of it is joined with every right one,
+    and the window is dropped. A record too late for all its windows goes to the side
+    output ``"late"``."""
 
     def __init__(self, function: ProcessJoinFunction, assigner: WindowAssigner) -> None:
         self.function = function
@@ -295,8 +316,11 @@ class WindowJoinOperator(KeyedCoProcessFunction):
             )
         watermark = ctx.current_watermark()
         taken = False
-        for window in self.assigner.assign(ts):
-            if window.max_timestamp <= watermark:
+        assigned: list[TimeWindow | None] = list(self.assigner.assign(ts))
+        if self.assigner.merging:
+            assigned = [self._merged(w, watermark) for w in assigned]
+        for window in assigned:
+            if window is None or window.max_timestamp <= watermark:
                 continue  # fired already
             taken = True
             bounds = (window.start, window.end)
@@ -306,6 +330,30 @@ class WindowJoinOperator(KeyedCoProcessFunction):
             ctx.register_event_time_timer(window.max_timestamp)
         if not taken:
             ctx.output(LATE, value)
+
+    def _merged(self, new: TimeWindow, watermark: int) -> TimeWindow | None:
+        """Session windows: ``new`` merged with the key's sessions it overlaps (their
+        records moved into the merged one, of both sides), or None when the merged
+        session would be too late (nothing changes then, as in a window)."""
+        touching = sorted(
+            w for w in (TimeWindow(*b) for b, _ in self.windows.items()) if new.overlaps(w)
+        )
+        merged = TimeWindow(
+            min([new.start, *(w.start for w in touching)]),
+            max([new.end, *(w.end for w in touching)]),
+        )
+        if merged.max_timestamp <= watermark:
+            return None
+        lefts: list[Any] = []
+        rights: list[Any] = []
+        for window in touching:
+            in_lefts, in_rights = self.windows.get((window.start, window.end))
+            lefts.extend(in_lefts)
+            rights.extend(in_rights)
+            self.windows.remove((window.start, window.end))
+        if touching:  # the timers of the merged-away sessions find nothing due
+            self.windows.put((merged.start, merged.end), (lefts, rights))
+        return merged
 
     def on_timer(self, timestamp: int, key: Key, ctx: TimerContext) -> None:
         for bounds in sorted(self.windows.keys()):
@@ -326,14 +374,13 @@ class WindowJoin:
         self._connected = connected
 
     def window(self, assigner: WindowAssigner) -> WindowJoined:
-        """Tumbling or sliding event-time windows (a pair joins in each window both
-        records are in)."""
+        """Tumbling, sliding or session event-time windows (a pair joins in each window
+        both records are in; a key's session gathers both sides' records)."""
         if not isinstance(assigner, WindowAssigner):
-            raise TypeError(f"window join takes a window assigner, got {assigner!r}")
-        if assigner.merging:
-            raise ValueError(
-                f"pipeline {self._connected.job_id}: a window join takes tumbling or sliding "
-                f"windows, not {type(assigner).__name__} (its windows merge)"
+            raise TypeError(
+                f"pipeline {self._connected.job_id}: window join takes a window assigner "
+                f"(TumblingEventTimeWindows, SlidingEventTimeWindows, "
+                f"EventTimeSessionWindows), got {assigner!r}"
             )
         return WindowJoined(self._connected, assigner)
 

@@ -157,6 +157,12 @@ class BackgroundChannel:
         self._check()
         self._work.put(lambda: self.inner.decline(checkpoint_id, operator_uid, subtask, reason))
 
+    def rescaled(self, request_id: str, epoch: int, checkpoint_id: int | None) -> None:
+        # On the thread: a report lost with a leader is repeated (the request stays
+        # pending, and the next heartbeat carries it again).
+        self._check()
+        self._work.put(lambda: self.inner.rescaled(request_id, epoch, checkpoint_id))
+
     def trigger_checkpoint(self) -> int:
         return self.inner.trigger_checkpoint()
 

@@ -49,7 +49,7 @@ from sparkpoint.runs.messages import (
 from sparkpoint.runs.session import JobSession
 from sparkpoint.storage import CheckpointStorage, FileAlreadyExists, FileSystem
 from sparkpoint.storage.uri import parse
-from sparkpoint.store import JobRecord, StandaloneCompletedCheckpointStore
+from sparkpoint.store import JobRecord, RescaleRequest, StandaloneCompletedCheckpointStore
 
 #: How often a waiting standby asks whether it was granted the job.
 _GRANT_POLL_S = 0.05
@@ -242,7 +242,7 @@ class EmbeddedChannel:
             self._seq = max(self._seq, notice.seq)
             if isinstance(notice, CheckpointCompleted) and notice.stop:
                 self._record_stop(job_id, notice)
-        return beat.notices
+        return [*beat.notices, *([beat.rescale] if beat.rescale else [])]
 
     def _record_stop(self, job_id: str, notice: CheckpointCompleted) -> None:
         """Remember a completed stop-with-savepoint before the driver commits at it: a
@@ -315,6 +315,22 @@ class EmbeddedChannel:
         job_id, run_id = self._run()
         with self._as_run():
             return self._runs.trigger_savepoint(job_id, target_dir, stop=stop, run_id=run_id)
+
+    def request_rescale(self, parallelism: int) -> RescaleRequest:
+        """Ask this job to run at ``parallelism`` (as the REST API's rescale request does):
+        its driver applies it at the next epoch boundary."""
+        job_id, _ = self._run()
+        return self._runs.request_rescale(job_id, parallelism)
+
+    def rescale_request(self) -> RescaleRequest | None:
+        """The job's last rescale request, as its record holds it."""
+        job_id, _ = self._run()
+        return self._runs.session(job_id).record.rescale
+
+    def rescaled(self, request_id: str, epoch: int, checkpoint_id: int | None) -> None:
+        job_id, run_id = self._run()
+        with self._as_run():
+            self._runs.rescale_applied(job_id, run_id, request_id, epoch, checkpoint_id)
 
     def trigger_checkpoint(self) -> int:
         job_id, run_id = self._run()

@@ -18,6 +18,7 @@ from sparkpoint.runs.messages import (
     Ack,
     CheckpointAborted,
     CheckpointCompleted,
+    RescaleTo,
     Restored,
     RestoreMode,
     RunNotice,
@@ -30,6 +31,7 @@ __all__ = [
     "CheckpointAborted",
     "CheckpointChannel",
     "CheckpointCompleted",
+    "RescaleTo",
     "RestoreMode",
     "Restored",
     "RunNotice",
@@ -92,5 +94,9 @@ class CheckpointChannel(Protocol):
     def trigger_savepoint(self, target_dir: str | None = None, *, stop: bool = False) -> int:
         """Ask for a savepoint; its trigger comes through ``heartbeat`` like any other."""
         ...
+
+    def rescaled(self, request_id: str, epoch: int, checkpoint_id: int | None) -> None:
+        """This run applied the job's rescale request ``request_id`` (a :class:`RescaleTo`
+        the heartbeat carried) after ``epoch``, from ``checkpoint_id``. Idempotent."""
 
     def close(self) -> None: ...

@@ -32,6 +32,7 @@ from sparkpoint.client import (
 from sparkpoint.pipeline.channels.liveness import LivenessListener
 from sparkpoint.pipeline.channels.protocol import (
     Ack,
+    RescaleTo,
     Restored,
     RestoreMode,
     RunNotice,
@@ -114,7 +115,7 @@ class RemoteChannel:
                 log.info("job %s: standby run %s granted the job", self.job_id, self.run_id)
                 # The granting reply carries the first trigger: acting on it in the first
                 # epoch saves an epoch (and the next heartbeat asks after it).
-                return self._translate(beat.notifications)
+                return self._translate(beat.notifications, beat.rescale)
             time.sleep(poll_s)  # a polling interval: the grant comes with a heartbeat reply
         return []
 
@@ -172,14 +173,18 @@ class RemoteChannel:
             # next heartbeat tries again.
             log.warning("heartbeat: %s", exc)
             return []
-        return self._translate(beat.notifications)
+        return self._translate(beat.notifications, beat.rescale)
 
-    def _translate(self, notices: Sequence[RunNotice]) -> list[RunNotice]:
+    def _translate(
+        self, notices: Sequence[RunNotice], rescale: RescaleTo | None = None
+    ) -> list[RunNotice]:
+        """The numbered notices (each seen once), then the rescale instruction (repeated
+        with every reply, so neither numbered nor handed to ``on_notice``)."""
         for n in notices:
             self._seq = max(self._seq, n.seq)
             if self._on_notice is not None:
                 self._on_notice(n)
-        return list(notices)
+        return [*notices, *([rescale] if rescale is not None else [])]
 
     def acknowledge(self, checkpoint_id: int, acks: Sequence[Ack]) -> bool:
         try:
@@ -211,6 +216,12 @@ class RemoteChannel:
     def trigger_savepoint(self, target_dir: str | None = None, *, stop: bool = False) -> int:
         with self._as_run():
             return self.client.trigger_savepoint(self.job_id, target_dir, stop=stop)
+
+    def rescaled(self, request_id: str, epoch: int, checkpoint_id: int | None) -> None:
+        with self._as_run():
+            self.client.rescale_applied(
+                self.job_id, request_id, epoch, checkpoint_id, run_id=self.run_id
+            )
 
     def close(self) -> None:
         self.client.close()

@@ -30,6 +30,7 @@ from sparkpoint.pipeline.channels.protocol import (
     CheckpointAborted,
     CheckpointChannel,
     CheckpointCompleted,
+    RescaleTo,
     Restored,
     RestoreMode,
     RunNotice,
@@ -41,7 +42,13 @@ from sparkpoint.pipeline.runtime.epoch_plan import EpochPlan
 from sparkpoint.pipeline.runtime.inputs import SourceGroup
 from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner
 from sparkpoint.pipeline.runtime.progress import ProgressMeter
-from sparkpoint.pipeline.runtime.rescale import rescale, state_tasks_of
+from sparkpoint.pipeline.runtime.rescale import (
+    adopt_granted_parallelism,
+    apply_requested,
+    note_adopted,
+    rescale,
+    state_tasks_of,
+)
 from sparkpoint.pipeline.runtime.snapshots import (
     checkpoint_location,
     driver_side_acks,
@@ -81,7 +88,11 @@ class PipelineDriver:
 
     ``standby``: :meth:`start` registers a warm standby run of the job (the service only),
     warms Spark up and waits until the coordinator grants it the job — the active run went
-    silent or exited — then restores the latest completed checkpoint and returns.
+    silent or exited — then restores the latest completed checkpoint and returns, at the
+    job's parallelism when the job was rescaled meanwhile (runtime/rescale.py).
+
+    A rescale asked of the job from outside (``sparkpoint jobs rescale``, the REST API, the
+    UI) comes with a heartbeat and is applied before the next epoch, as :meth:`rescale`.
     """
 
     def __init__(
@@ -130,6 +141,10 @@ class PipelineDriver:
         self._granted_notices: list[RunNotice] = []
         self._function_notices: list[tuple[str, int]] = []
         self._stop_savepoint: int | None = None
+        #: A rescale request heard with a heartbeat, applied before the next epoch.
+        self._requested_rescale: RescaleTo | None = None
+        self._rescaling = False
+        self._reported_rescales: dict[str, float] = {}
         self._stopped = False
         self._meter = ProgressMeter()
 
@@ -155,8 +170,10 @@ class PipelineDriver:
             log.info("job %s: standby run %s waiting", self.graph.job_id, self.status.run_id)
             # Acted on at the first poll, once restored (a completion commits the sink).
             self._granted_notices = self.channel.wait_for_grant()
+        adopted_from = adopt_granted_parallelism(self) if self._standby else None
         self._sink.bind(self.graph.job_id, self.pipeline.sink_uid)
         restored = self.channel.restore(self.graph, self._restore_from, self._restore_mode)
+        note_adopted(self, adopted_from, restored)
         if restored is None:
             self._sink.restore([])  # no checkpoint owns any earlier transaction
             self._plan.restore_states(None)
@@ -195,6 +212,8 @@ class PipelineDriver:
                 self._on_complete(notice)
             elif isinstance(notice, CheckpointAborted):
                 self._on_abort(notice)
+            elif isinstance(notice, RescaleTo) and notice.request_id:
+                self._requested_rescale = notice  # without a request: only for a grant
 
     def _on_complete(self, notice: CheckpointCompleted) -> None:
         cid = notice.checkpoint_id
@@ -248,6 +267,8 @@ class PipelineDriver:
         """Heartbeat, then one epoch (and a checkpoint after it if one is due). Returns
         False when there was nothing to do (no new records, no checkpoint)."""
         self.poll()
+        if self._requested_rescale is not None and not self._rescaling:
+            apply_requested(self)  # at this epoch boundary
         if self._stopped or (self._stop_savepoint is not None and not self._triggers):
             return False  # stopping: after the savepoint's snapshot nothing more runs
         trigger = self._triggers.pop(0) if self._triggers else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from sparkpoint.pipeline.api.branches import FROM_SOURCE
 from sparkpoint.pipeline.api.builder import KeyedStage, Pipeline
 from sparkpoint.pipeline.api.several_sources import BROADCAST_SIDE
 from sparkpoint.pipeline.api.stages import leading_record_stages
@@ -19,6 +20,7 @@ from sparkpoint.pipeline.runtime.partitioner import KeyGroupPartitioner, Slot
 from sparkpoint.pipeline.runtime.records import as_output, as_record, as_state
 from sparkpoint.pipeline.runtime.stage_plan import run_stages
 from sparkpoint.pipeline.runtime.tasks import (
+    BranchOutputs,
     KeyTask,
     ReadTask,
     SinkTask,
@@ -172,20 +174,30 @@ class EpochPlan:
         count, the largest event time per split); the new states are ``states``."""
         from pyspark import StorageLevel
 
-        records = self._keyed_records(ranges, sources).partitionBy(self._p, self.partitioner)
+        read = None
+        if any(s.input == FROM_SOURCE for s in self._stages):  # read once, keyed twice
+            read = self._read_once(ranges, sources)
+            records = read_and_keyed(read, self._stages[0])
+        else:
+            records = self._keyed_records(ranges, sources)
+        records = records.partitionBy(self._p, self.partitioner)
         results: list[RDD[Any]] = []
         for n, stage in enumerate(self._stages):
-            if n > 0:
-                records = self._rekeyed(results[-1], stage).partitionBy(self._p, self.partitioner)
+            if stage.input == FROM_SOURCE:  # a branch of the source's records
+                records = read_and_keyed(read, stage).partitionBy(self._p, self.partitioner)
+            elif n > 0:  # the previous stage's outputs, or (a branch) those of its input
+                previous = results[n - 1 if stage.input is None else stage.input]
+                records = self._rekeyed(previous, stage).partitionBy(self._p, self.partitioner)
             state = self.states[n]
             assert state is not None
             union = state.mapValues(as_state).union(records.mapValues(as_record))
             if n == 0:
                 self.last_union = union
+            from_source = n == 0 or stage.input == FROM_SOURCE  # else carried timestamps
+            clock = times[0 if from_source else n] if times else NO_TIME
             task = self._state_tasks[n].epoch(
-                stage.function, epoch, notices, snapshot_id, times[n] if times else NO_TIME,
-                carried=n > 0,
-            )  # fmt: skip
+                stage.function, epoch, notices, snapshot_id, clock, carried=not from_source
+            )
             result = union.mapPartitionsWithIndex(task, preservesPartitioning=True)
             results.append(self.cache.keep(result.persist(StorageLevel.MEMORY_AND_DISK)))
         written = self._write(self._to_sink(results), writer)
@@ -207,15 +219,24 @@ class EpochPlan:
         return written
 
     def _to_sink(self, results: list[RDD[Any]]) -> RDD[Any]:
-        """The last stage's result, with the earlier stages' side outputs beside it and
-        the first stage's counts instead of its own (a record is counted once, where it
+        """The main pipeline's last stage's result, with the other stages' side outputs
+        and the branches' outputs (as side outputs of their sinks) beside it, and the
+        first stage's counts instead of its own (a record is counted once, where it
         enters)."""
         if len(results) == 1:
             return results[0]
-        last = results[-1].mapPartitions(without_counts, preservesPartitioning=True)
-        first = results[0].mapPartitions(only_counts)
-        middle = [r.mapPartitions(only_side_outputs) for r in results[1:-1]]
-        return self.sc.union([last, first, *middle])
+        main = main_stage(self._stages)
+        parts = []
+        for n, (stage, result) in enumerate(zip(self._stages, results, strict=True)):
+            if n == main:
+                parts.append(result if n == 0 else result.mapPartitions(without_counts))
+            elif stage.branch is not None:  # a branch's outputs, to its sink
+                parts.append(result.mapPartitions(BranchOutputs(stage.branch, stage.stages_after)))
+            elif n == 0:
+                parts.append(result.mapPartitions(only_counts))
+            else:
+                parts.append(result.mapPartitions(only_side_outputs))
+        return self.sc.union(parts)
 
     def _keyed_records(self, ranges: list[InputRange], sources: SourceGroup) -> RDD[Any]:
         """The epoch's records, through the stages before key_by, keyed. With several
@@ -249,6 +270,15 @@ class EpochPlan:
         if not per_source:
             return self.sc.parallelize([], 1)
         return per_source[0] if len(per_source) == 1 else self.sc.union(per_source)
+
+    def _read_once(self, ranges: list[InputRange], sources: SourceGroup) -> RDD[Any]:
+        """The epoch's records of the one source as ``(order, record)``, cached: the
+        first keyed stage and the branches of the source key them each their way."""
+        from pyspark import StorageLevel
+
+        read = self.sc.parallelize([r.range for r in ranges], max(1, len(ranges)))
+        records = read.mapPartitions(ReadTask(sources.readers()[0], None))
+        return self.cache.keep(records.persist(StorageLevel.MEMORY_AND_DISK))
 
     def _rekeyed(self, previous: RDD[Any], stage: KeyedStage) -> RDD[Any]:
         """The previous keyed stage's outputs, with the timestamps they carry, through
@@ -301,3 +331,14 @@ class EpochPlan:
     def _markers(self) -> RDD[Any]:
         markers = self.sc.parallelize([(Slot(i), None) for i in range(self._p)], self._p)
         return markers.partitionBy(self._p, self.partitioner)
+
+
+def main_stage(stages: tuple[KeyedStage, ...]) -> int:
+    """The main pipeline's last keyed stage: the branches' stages come after the main
+    pipeline's, each naming the stage it takes (api/branches.py)."""
+    return max(n for n, s in enumerate(stages) if s.input is None)
+
+
+def read_and_keyed(read: Any, stage: KeyedStage) -> Any:
+    """The source's records through ``stage``'s stages before its key_by, keyed."""
+    return run_stages(read, stage.stages_before).mapPartitions(KeyTask(stage.key_selector))

@@ -15,6 +15,13 @@ exactly what the checkpoint holds, so it stays as it is (restoring it would re-r
 sink's restore, which fences and recommits, for nothing). The next checkpoint spreads it
 over the new parallelism's subtasks.
 
+A rescale asked of the job from outside (CLI, REST API, UI: a request stored with the
+job's record, ``sparkpoint.runs.rescales``) reaches the driver as a :class:`RescaleTo`
+with a heartbeat; :func:`apply_requested` runs it at the next epoch boundary and reports
+it applied. A standby granted the job adopts the job's parallelism, or the pending
+request's, before it restores (:func:`adopt_granted_parallelism`): the latest completed
+checkpoint is exactly the state to go on from, at any parallelism.
+
 This module works on the driver's own parts (split out of driver.py, which it belongs
 to), as ``epoch_plan`` does for its Spark jobs.
 """
@@ -27,6 +34,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sparkpoint.pipeline.api.builder import Pipeline
+from sparkpoint.pipeline.channels.protocol import (
+    RescaleTo,
+    Restored,
+    RunSuperseded,
+    TriggerCheckpoint,
+)
 from sparkpoint.pipeline.runtime.epoch_plan import EpochPlan
 from sparkpoint.pipeline.runtime.status import Rescaled
 from sparkpoint.pipeline.state.tasks import StateTasks
@@ -79,6 +92,16 @@ def rescale(driver: PipelineDriver, parallelism: int, timeout_s: float) -> Resca
     check_parallelism(parallelism, max_parallelism)
     if driver.stopped:
         raise RuntimeError(f"job {driver.graph.job_id}: the driver stopped; nothing to rescale")
+    driver._rescaling = True  # a request heard meanwhile waits (it is heard again)
+    driver.status.rescaling = parallelism
+    try:
+        return _rescale(driver, parallelism, timeout_s)
+    finally:
+        driver._rescaling = False
+        driver.status.rescaling = None
+
+
+def _rescale(driver: PipelineDriver, parallelism: int, timeout_s: float) -> Rescaled:
     before = driver.pipeline.parallelism
     pipeline = at_parallelism(driver.pipeline, parallelism)
     pipeline.validate()
@@ -94,16 +117,11 @@ def rescale(driver: PipelineDriver, parallelism: int, timeout_s: float) -> Resca
             f"{None if restored is None else restored.checkpoint_id}, not from "
             f"{checkpoint_id}, the one just completed"
         )
-    # Triggers of the replaced coordinator: the new one triggers its own.
+    # Triggers of the replaced coordinator: the new one triggers its own. A rescale
+    # instruction heard before the registration named the old graph's parallelism.
     driver._triggers.clear()
-    old_plan = driver._plan
-    driver.pipeline, driver.graph = pipeline, graph
-    driver._p, driver._stages = parallelism, pipeline.keyed_stages
-    # The same process tag: the on-disk backend's store server of this process goes on,
-    # and each subtask's store is built again from the plan (restore at another
-    # parallelism), never kept (its key groups changed).
-    driver._state_tasks = state_tasks_of(pipeline, driver._process_tag)
-    driver._plan = EpochPlan(driver.sc, pipeline, driver._state_tasks, old_plan.lineage_limit)
+    driver._requested_rescale = None
+    old_plan = _switch_to(driver, pipeline)
     driver._plan.restore_states(restored.plan, claimed=restored.claimed)
     for state in driver._plan.states:
         assert state is not None
@@ -118,12 +136,113 @@ def rescale(driver: PipelineDriver, parallelism: int, timeout_s: float) -> Resca
     return done
 
 
+def _switch_to(driver: PipelineDriver, pipeline: Pipeline) -> EpochPlan:
+    """Make ``pipeline`` (the driver's at another parallelism) the driver's, with a new
+    epoch plan and state tasks (no state loaded yet); returns the old plan."""
+    old_plan = driver._plan
+    driver.pipeline, driver.graph = pipeline, pipeline.job_graph()
+    driver._p, driver._stages = pipeline.parallelism, pipeline.keyed_stages
+    # The same process tag: the on-disk backend's store server of this process goes on,
+    # and each subtask's store is built again from the plan (restore at another
+    # parallelism), never kept (its key groups changed).
+    driver._state_tasks = state_tasks_of(pipeline, driver._process_tag)
+    driver._plan = EpochPlan(driver.sc, pipeline, driver._state_tasks, old_plan.lineage_limit)
+    return old_plan
+
+
+def apply_requested(driver: PipelineDriver, timeout_s: float = 300.0) -> None:
+    """Apply the rescale request a heartbeat carried (at an epoch boundary: called before
+    an epoch) and report it applied. Already at its parallelism — a driver that took over
+    from one that rescaled, or adopted it when granted — only reports. A rescale that
+    fails leaves the request pending: the next heartbeat carries it again."""
+    wanted, driver._requested_rescale = driver._requested_rescale, None
+    if wanted is None or driver.stopped:
+        return
+    if wanted.parallelism != driver._p:
+        try:
+            rescale(driver, wanted.parallelism, timeout_s)
+        except RunSuperseded as exc:
+            driver._supersede(exc)
+            return
+        except (RuntimeError, TimeoutError) as exc:
+            if driver.superseded:
+                return
+            log.warning("job %s: rescale to %d not applied (%s); the request stays pending",
+                        driver.graph.job_id, wanted.parallelism, exc)  # fmt: skip
+            return
+    _report(driver, wanted)
+
+
+def _report(driver: PipelineDriver, wanted: RescaleTo) -> None:
+    """Tell the coordinator when ``wanted`` took effect: after the last rescale to its
+    parallelism, or (none in this run) at the start, from the checkpoint restored."""
+    last = next((r for r in reversed(driver.status.rescales) if r.after == wanted.parallelism),
+                None)  # fmt: skip
+    epoch = last.epoch if last else 0
+    checkpoint_id = last.checkpoint_id if last else driver.status.restored_from
+    reported = driver._reported_rescales.get(wanted.request_id)
+    if reported is not None and time.monotonic() - reported < _REPORT_AGAIN_S:
+        return
+    driver._reported_rescales[wanted.request_id] = time.monotonic()
+    report = getattr(driver.channel, "rescaled", None)
+    if report is not None:
+        report(wanted.request_id, epoch, checkpoint_id)
+
+
+#: A request still pending this long after the driver reported it applied is reported
+#: again (the report was lost with a leader).
+_REPORT_AGAIN_S = 2.0
+
+
+def adopt_granted_parallelism(driver: PipelineDriver) -> int | None:
+    """A standby just granted the job: run at the parallelism the grant named (the job's
+    graph's, or a pending request's) if it is not the standby's own, registering the job
+    at it. Before the restore, which then plans the latest checkpoint at it. Returns the
+    parallelism the standby was started with when it changed, else None."""
+    named = [n for n in driver._granted_notices if isinstance(n, RescaleTo)]
+    if not named or named[-1].parallelism == driver._p:
+        return None
+    wanted, before = named[-1], driver._p
+    check_parallelism(wanted.parallelism, driver.pipeline.effective_max_parallelism)
+    pipeline = at_parallelism(driver.pipeline, wanted.parallelism)
+    pipeline.validate()
+    _switch_to(driver, pipeline).cache.release_all()
+    driver.status.run_id = driver.channel.register(driver.graph)
+    # Triggers of the run the registration replaced are not this run's to take.
+    driver._granted_notices = [
+        n for n in driver._granted_notices if not isinstance(n, TriggerCheckpoint)
+    ]
+    log.info("job %s: granted standby runs at the job's parallelism %d (started at %d)",
+             driver.graph.job_id, wanted.parallelism, before)  # fmt: skip
+    return before
+
+
+def note_adopted(driver: PipelineDriver, before: int | None, restored: Restored | None) -> None:
+    """Record a standby's adoption (:func:`adopt_granted_parallelism`) as a rescale at the
+    start, from the checkpoint it restored."""
+    if before is not None and restored is not None:
+        done = Rescaled(before, driver._p, driver.status.epoch, restored.checkpoint_id)
+        driver.status.rescales.append(done)
+
+
 def _checkpoint_at_boundary(driver: PipelineDriver, timeout_s: float) -> int:
     """Trigger a checkpoint, run epochs until it is taken, then only heartbeat (no epoch)
-    until it completes: the state then is the checkpoint's. Returns its id."""
+    until it completes: the state then is the checkpoint's. Returns its id.
+
+    A checkpoint lost with a leader (its trigger, acknowledgement or completion notice)
+    is replaced by the next one the coordinator triggers: once a newer trigger arrived
+    and this one's is not waiting to be taken, the boundary is the newer one's."""
     checkpoint_id = driver.channel.trigger_checkpoint()
     deadline = time.monotonic() + timeout_s
     while checkpoint_id not in driver.status.completed:
+        taken = checkpoint_id in driver.status.acknowledged
+        queued = [t.checkpoint_id for t in driver._triggers]
+        newer = [c for c in queued if c > checkpoint_id]
+        if newer and checkpoint_id not in queued:
+            log.info("rescale: checkpoint %d was lost; going on with checkpoint %d",
+                     checkpoint_id, newer[0])  # fmt: skip
+            checkpoint_id = newer[0]
+            continue
         if driver.superseded:
             raise RuntimeError(f"rescale: {driver.status.superseded}")
         failed = [r for c, r in driver.status.aborted if c == checkpoint_id]
@@ -135,7 +254,7 @@ def _checkpoint_at_boundary(driver: PipelineDriver, timeout_s: float) -> int:
             )
         if time.monotonic() > deadline:
             raise TimeoutError(f"rescale: checkpoint {checkpoint_id} not complete in {timeout_s} s")
-        if checkpoint_id in driver.status.acknowledged:
+        if taken and not newer:
             driver.poll()
             time.sleep(0.02)  # waiting for the coordinator's completion notice
         elif not driver.run_epoch():

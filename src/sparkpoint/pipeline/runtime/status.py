@@ -40,6 +40,8 @@ class DriverStatus:
     watermark: int | None = None
     #: The live rescales of this driver, in order (``PipelineDriver.rescale``).
     rescales: list[Rescaled] = field(default_factory=list)
+    #: The parallelism a live rescale under way goes to (None: none under way).
+    rescaling: int | None = None
 
     @property
     def records_per_second(self) -> float:

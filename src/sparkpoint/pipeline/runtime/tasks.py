@@ -90,6 +90,26 @@ def timed_outputs(
         yield (MIN_WATERMARK if timestamp is None else timestamp, index, n), value
 
 
+@dataclass(frozen=True, slots=True)
+class BranchOutputs:
+    """A branch's last keyed stage's result → what goes to the sink: its outputs
+    through its per-record ``stages`` as side outputs of the branch's sink ``tag``,
+    and its own side outputs (api/branches.py)."""
+
+    tag: str
+    stages: tuple[Any, ...] = ()
+
+    def __call__(self, items: Iterable[Result]) -> Iterator[Result]:
+        for kind, timestamp, value in items:
+            if kind is not Output:
+                continue
+            if isinstance(value, SideOutput):
+                yield kind, timestamp, value
+                continue
+            for out in run_record_stages(self.stages, value):
+                yield kind, timestamp, SideOutput(self.tag, out)
+
+
 def only_side_outputs(items: Iterable[Result]) -> Iterator[Result]:
     for item in items:
         if item[0] is Output and isinstance(item[2], SideOutput):

@@ -27,11 +27,15 @@ from sparkpoint.storage.location import CheckpointLocation
 
 
 def attempt() -> int:
-    """The Spark task's attempt number (0 outside a task): part of a stream's name."""
+    """The Spark task attempt's id (0 outside a task): part of a stream's name, so no two
+    attempts at a snapshot write the same file. Not ``attemptNumber()``: that starts at 0
+    again in a resubmitted stage (an executor lost with its shuffle output), whose
+    attempt then found the first one's file in its way and the checkpoint was declined.
+    ``taskAttemptId()`` is unique within the Spark application."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    return 0 if context is None else context.attemptNumber()
+    return 0 if context is None else context.taskAttemptId()
 
 
 class SnapshotParameters(Protocol):

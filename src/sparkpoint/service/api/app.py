@@ -12,6 +12,7 @@ from sparkpoint.service.api import (
     errors,
     lifecycle,
     orphans,
+    rescale,
     status,
     ui_status,
 )
@@ -37,6 +38,7 @@ def create_app(replica: Replica, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fas
     app.include_router(status.router)
     app.include_router(orphans.router)
     app.include_router(lifecycle.router)
+    app.include_router(rescale.router)
     app.include_router(status.probes)
     app.include_router(ui_status.router)
     app.state.leadership_history = watch_leadership(replica.backend)

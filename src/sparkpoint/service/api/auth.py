@@ -57,7 +57,9 @@ GRANTS: dict[Role, frozenset[Permission]] = {
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 METRICS_PATH = "/metrics"
 #: Route names (the endpoint functions) a driver token may call besides GETs.
-DRIVER_CALLS = frozenset({"register_job", "heartbeat", "acknowledge", "decline", "plan"})
+DRIVER_CALLS = frozenset(
+    {"register_job", "heartbeat", "acknowledge", "decline", "plan", "rescale_applied"}
+)
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 MIN_TOKEN_LENGTH = 16

@@ -120,6 +120,7 @@ def heartbeat(job_id: str, body: HeartbeatRequest, request: Request) -> dict[str
         "notifications": [n.to_dict() for n in beat.notices],
         "role": beat.role,
         "notification_seq": beat.notification_seq,
+        "rescale": None if beat.rescale is None else beat.rescale.to_dict(),
     }
 
 

@@ -30,8 +30,10 @@ from sparkpoint.coordinator import (
 from sparkpoint.ha import HAError
 from sparkpoint.recovery import CheckpointLoadError, RestoreValidationError
 from sparkpoint.runs.errors import (
+    InvalidParallelismError,
     InvalidRequestError,
     JobGraphConflictError,
+    JobNotRunningError,
     JobNotSettledError,
     NotLeaderError,
     SavepointTargetError,
@@ -70,6 +72,8 @@ _SERVICE_STATUS: dict[type[ServiceError], int] = {
     UnknownCheckpointIdError: 404,
     JobGraphConflictError: 409,
     InvalidRequestError: 422,
+    InvalidParallelismError: 422,
+    JobNotRunningError: 409,
     SavepointTargetError: 422,
 }
 

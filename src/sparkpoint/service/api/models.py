@@ -109,6 +109,11 @@ class NotificationModel(BaseModel):
     metadata_uri: str | None = Field(None, description="Completions: the committed _metadata.")
 
 
+class RescaleInstruction(BaseModel):
+    parallelism: int
+    request_id: str = ""
+
+
 class HeartbeatReply(BaseModel):
     leader_term: int = Field(description="The leader's term (fencing number).")
     leader_epoch: int = Field(
@@ -123,6 +128,11 @@ class HeartbeatReply(BaseModel):
         "it restores and heartbeats after notification_seq.",
     )
     notification_seq: int = Field(0, description="The job's last notification seq.")
+    rescale: RescaleInstruction | None = Field(
+        None,
+        description="An active run's: the parallelism to run at, and the pending rescale "
+        "request to report applied (request_id empty when none is pending).",
+    )
 
 
 class ReleaseRequest(BaseModel):

@@ -42,12 +42,28 @@ function askToken(message) {
   return loginWaiter;
 }
 
-export async function get(path) {
+export function get(path) {
+  return call("GET", path);
+}
+
+// A leader-only call (the rescale control): a follower that served the page forwards it
+// to the leader (service/proxy.py) instead of redirecting the browser elsewhere.
+export function post(path, body) {
+  return call("POST", path, body);
+}
+
+async function call(method, path, payload) {
   for (let attempt = 0; ; attempt++) {
     const headers = { Accept: "application/json" };
     const t = token();
     if (t) headers.Authorization = `Bearer ${t}`;
-    const response = await fetch(path, { headers });
+    const init = { method, headers };
+    if (method !== "GET") {
+      headers["Content-Type"] = "application/json";
+      headers["Sparkpoint-Proxy"] = "allow";
+      init.body = JSON.stringify(payload ?? {});
+    }
+    const response = await fetch(path, init);
     if (response.status === 401 && attempt < 3) {
       await askToken(t ? "That token was not accepted." : "");
       continue;

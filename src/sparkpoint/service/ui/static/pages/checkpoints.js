@@ -5,6 +5,7 @@
 import uPlot from "../vendor/uplot/uPlot.esm.js";
 import { get } from "../api.js";
 import { ago, badge, bytes, dateTime, duration, html, raw, sizes, toHtml } from "../format.js";
+import * as rescale from "./rescale.js";
 
 export const NAV = "jobs";
 const PAGE = 25;
@@ -33,8 +34,10 @@ export function enter(main, params, state, refreshNow) {
       <table class="grid" id="retained">
         <thead><tr><th>ID</th><th>Kind</th><th>Completed</th><th class="num">Checkpointed</th><th class="num">Full size</th>
           <th>_metadata</th><th>Files</th></tr></thead><tbody></tbody></table></section>
+    ${rescale.CARD}
     <section class="card"><h2>Configuration</h2><div id="config"></div></section>
   `);
+  rescale.wire(main, job, refreshNow);
   main.addEventListener("click", async (event) => {
     const pager = event.target.closest("[data-offset]");
     if (pager) {
@@ -84,6 +87,7 @@ export async function refresh(main, params, state) {
   renderChart(main, state, data);
   renderRetained(main, params, state);
   main.querySelector("#config").innerHTML = toHtml(configTable(data.options));
+  await rescale.render(main, job);
 }
 
 function stat(label, value, id, cls = "") {
