@@ -296,5 +296,21 @@ def wait_leader(replicas: list[ReplicaProcess], timeout: float = 90) -> ReplicaP
     return wait_until(find, timeout=timeout, message="exactly one ready leader", interval=0.05)
 
 
+def wait_follower(
+    replicas: list[ReplicaProcess], leader: ReplicaProcess, timeout: float = 90
+) -> ReplicaProcess:
+    """A live replica besides ``leader`` that answers as a follower. A leader elected says
+    nothing of the others: a replica that started late (a loaded machine) may still be
+    bringing its HTTP server up."""
+
+    def find() -> ReplicaProcess | None:
+        return next(
+            (r for r in replicas if r is not leader and r.alive() and r.state() == "follower"),
+            None,
+        )
+
+    return wait_until(find, timeout=timeout, message="a follower that answers", interval=0.05)
+
+
 def now() -> float:
     return time.monotonic()

@@ -150,6 +150,32 @@ def test_pointer_vanished_behind_the_stores_back(zk_conn: ZooKeeperConnection) -
     assert [p.checkpoint_id for p in store.recover()] == [2]
 
 
+def test_recover_lists_again_when_a_newer_checkpoint_subsumes_while_it_reads(
+    zk_conn: ZooKeeperConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leader adds checkpoint 2 (and removes 1, in one transaction) after a reader
+    listed 1 and before it read it: the reader must answer [2], never an empty store."""
+    leader = _zk_store(zk_conn, 1)
+    leader.add_checkpoint_and_subsume_oldest(pointer(1))
+    reader = ZooKeeperCompletedCheckpointStore(zk_conn, JOB, None)
+    real_get = zk_conn.client.get
+    to_add = [pointer(2)]
+    interleaved: list[str] = []
+
+    def get_after_the_leaders_add(path: str, *args: object, **kwargs: object) -> object:
+        if to_add:  # the leader's real add, on the real server, between list and read
+            interleaved.append(path)
+            leader.add_checkpoint_and_subsume_oldest(to_add.pop())
+        return real_get(path, *args, **kwargs)
+
+    monkeypatch.setattr(zk_conn.client, "get", get_after_the_leaders_add)
+    assert [p.checkpoint_id for p in reader.recover()] == [2]
+    assert interleaved == [zk_conn.paths.checkpoint(JOB, 1)]
+    to_add.append(pointer(3))
+    assert [p.checkpoint_id for p in reader.read_incrementally({})] == [3]
+    assert interleaved[-1] == zk_conn.paths.checkpoint(JOB, 2)
+
+
 def test_deposed_leader_cannot_add(zk_conn: ZooKeeperConnection) -> None:
     epoch = read_epoch(zk_conn)
     store = ZooKeeperCompletedCheckpointStore(zk_conn, JOB, Fence(zk_conn, epoch), max_retained=1)

@@ -22,7 +22,7 @@ from sparkpoint.checkpoint import CheckpointKind, CheckpointPointer
 from sparkpoint.client import CoordinatorClient
 from sparkpoint.ha import ZooKeeperConnection
 from sparkpoint.pipeline.runtime.progress import ProgressMeter
-from tests.service.support import Driver, ReplicaProcess, make_graph, wait_leader
+from tests.service.support import Driver, ReplicaProcess, make_graph, wait_follower, wait_leader
 from tests.support.waiting import wait_until
 from tests.ui.browser import Browser
 
@@ -60,7 +60,7 @@ def assert_no_console_errors(browser: Browser, page: str) -> None:
 def test_pages_history_and_failover(replicas, browser: Browser, screenshots: Path) -> None:
     procs: list[ReplicaProcess] = [replicas(f"r{i}", **STEADY) for i in range(2)]
     leader = wait_leader(procs, timeout=TIMEOUT)
-    follower = next(p for p in procs if p is not leader)
+    follower = wait_follower(procs, leader, timeout=TIMEOUT)
     driver = Driver([p.address for p in procs], make_graph(JOB, parallelism=3))
     driver.progress = _pipeline_progress()
     driver.start()
@@ -199,7 +199,7 @@ def test_a_thousand_checkpoints_page_on_a_follower(
 ) -> None:
     procs = [replicas(f"r{i}", **STEADY) for i in range(2)]
     leader = wait_leader(procs, timeout=TIMEOUT)
-    follower = next(p for p in procs if p is not leader)
+    follower = wait_follower(procs, leader, timeout=TIMEOUT)
     with CoordinatorClient([leader.address], timeout_s=10) as client:
         client.register_job(make_graph(JOB), {"interval_ms": 3_600_000})
     # 1,000 retained checkpoints as the store keeps them: pointers in ZooKeeper.

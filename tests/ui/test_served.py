@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.service.support import Driver, ReplicaProcess, make_graph, wait_leader
+from tests.service.support import Driver, ReplicaProcess, make_graph, wait_follower, wait_leader
 from tests.support.waiting import wait_until
 
 JOB = "clicks"
@@ -16,7 +16,7 @@ JOB = "clicks"
 def test_leader_and_follower_serve_the_ui_and_its_endpoints(replicas) -> None:
     procs: list[ReplicaProcess] = [replicas(f"r{i}") for i in range(2)]
     leader = wait_leader(procs, timeout=90)
-    follower = next(p for p in procs if p is not leader)
+    follower = wait_follower(procs, leader, timeout=90)
     driver = Driver([p.address for p in procs], make_graph(JOB)).start()
     try:
         wait_until(lambda: len(driver.completed) >= 1, timeout=90, message="a checkpoint")

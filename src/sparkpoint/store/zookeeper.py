@@ -39,6 +39,9 @@ from sparkpoint.store.retention import check_can_add, subsumed_by_adding, valida
 
 log = logging.getLogger(__name__)
 
+#: Listings read again, at most, when a listed pointer went before it was read.
+LISTING_ATTEMPTS = 5
+
 
 class ZooKeeperCompletedCheckpointStore:
     """The retained checkpoints of one job. ``fence`` is None for read-only use (the CLI
@@ -79,25 +82,16 @@ class ZooKeeperCompletedCheckpointStore:
         pointers: list[CheckpointPointer] = []
         unreadable: dict[str, int | None] = {}
         with translate.reads(f"reading checkpoints of job {self._job_id}"):
+            listed = self._read_listing({})
+        for name, raw in listed:
+            assert isinstance(raw, bytes)
             try:
-                names = self._conn.retry(self._conn.client.get_children, self._dir)
-            except NoNodeError:
-                names = []
-            for name in sorted(names):
+                pointers.append(self._decode(name, raw))
+            except InvalidCheckpointValue as exc:
                 path = f"{self._dir}/{name}"
-                try:
-                    raw, _ = self._conn.retry(self._conn.client.get, path)
-                except NoNodeError:
-                    log.warning("checkpoint pointer %s vanished while recovering", path)
-                    continue
-                try:
-                    pointer = self._decode(name, raw)
-                except InvalidCheckpointValue as exc:
-                    log.warning("skipping unreadable checkpoint pointer %s: %s", path, exc)
-                    metrics.STORE_UNREADABLE_POINTERS.labels(job_id=self._job_id).inc()
-                    unreadable[path] = _id_in_name(name)
-                    continue
-                pointers.append(pointer)
+                log.warning("skipping unreadable checkpoint pointer %s: %s", path, exc)
+                metrics.STORE_UNREADABLE_POINTERS.labels(job_id=self._job_id).inc()
+                unreadable[path] = _id_in_name(name)
         pointers.sort(key=lambda p: p.checkpoint_id)
         self._retained = pointers
         self._stale = False
@@ -111,22 +105,49 @@ class ZooKeeperCompletedCheckpointStore:
         pointer never changes once written: ids are never reused). For readers that poll,
         like the web UI on a follower; unreadable pointers are left out."""
         with translate.reads(f"reading checkpoints of job {self._job_id}"):
+            listed = self._read_listing(known)
+        pointers: list[CheckpointPointer] = []
+        for name, item in listed:
+            if isinstance(item, CheckpointPointer):
+                pointers.append(item)
+                continue
+            try:
+                pointers.append(self._decode(name, item))
+            except InvalidCheckpointValue:
+                continue  # recover() reports those
+        return sorted(pointers, key=lambda p: p.checkpoint_id)
+
+    def _read_listing(
+        self, known: dict[int, CheckpointPointer]
+    ) -> list[tuple[str, bytes | CheckpointPointer]]:
+        """``(znode name, its bytes, or the pointer already known)`` of each pointer of
+        one listing, all of which were still there when read. A pointer goes only when a
+        newer checkpoint subsumes it, and the newer one's pointer is created in the same
+        transaction: a listing taken before that transaction and read after it shows
+        neither (no checkpoint at all, with one retained). A vanished pointer therefore
+        means: list again."""
+        read: list[tuple[str, bytes | CheckpointPointer]] = []
+        for _ in range(LISTING_ATTEMPTS):
             try:
                 names = self._conn.retry(self._conn.client.get_children, self._dir)
             except NoNodeError:
-                names = []
-            pointers: list[CheckpointPointer] = []
-            for name in names:
+                return []
+            read = []
+            for name in sorted(names):
+                checkpoint_id = _id_in_name(name)
+                if checkpoint_id is not None and checkpoint_id in known:
+                    read.append((name, known[checkpoint_id]))
+                    continue
                 try:
-                    checkpoint_id = parse_checkpoint_id(name)
-                    if checkpoint_id in known:
-                        pointers.append(known[checkpoint_id])
-                        continue
                     raw, _ = self._conn.retry(self._conn.client.get, f"{self._dir}/{name}")
-                    pointers.append(self._decode(name, raw))
-                except (NoNodeError, InvalidCheckpointValue):
-                    continue  # removed meanwhile, or unreadable (recover() reports those)
-        return sorted(pointers, key=lambda p: p.checkpoint_id)
+                except NoNodeError:
+                    log.info("checkpoint pointer %s/%s went while read: listing again",
+                             self._dir, name)  # fmt: skip
+                    break
+                read.append((name, raw))
+            else:
+                return read
+        return read  # pointers still going after several listings: what the last one read
 
     def _decode(self, name: str, raw: bytes) -> CheckpointPointer:
         checkpoint_id = parse_checkpoint_id(name)

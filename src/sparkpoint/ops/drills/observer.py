@@ -125,11 +125,6 @@ class ClusterObserver:
         try:
             leader = read_leader(self._conn)
             pointers = self._store.recover() if self._store is not None else []
-            if not pointers and self.obs.retained and self._store is not None:
-                # Listed, then subsumed before it was read: with one retained checkpoint a
-                # read racing the leader's add-and-subsume comes back empty. The newer
-                # pointer was added in the same transaction, so a second read finds it.
-                pointers = self._store.recover()
         except HAError:
             # ZooKeeper unreachable (the quorum drill does this on purpose): record what
             # the replicas say, and no leader epoch.
