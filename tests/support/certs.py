@@ -73,8 +73,11 @@ class CertificateAuthority:
         self.cert = directory / f"{name}.ca.pem"
         self.cert.write_bytes(self._cert.public_bytes(serialization.Encoding.PEM))
 
-    def issue(self, common_name: str, *, client: bool = False) -> Issued:
-        """A leaf certificate for 127.0.0.1/localhost (server), or a client certificate."""
+    def issue(
+        self, common_name: str, *, client: bool = False, addresses: tuple[str, ...] = ("127.0.0.1",)
+    ) -> Issued:
+        """A leaf certificate for localhost and ``addresses`` (server), or a client
+        certificate."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
         usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
@@ -96,7 +99,10 @@ class CertificateAuthority:
         if not client:
             builder = builder.add_extension(
                 x509.SubjectAlternativeName(
-                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                    [
+                        x509.DNSName("localhost"),
+                        *(x509.IPAddress(ipaddress.ip_address(a)) for a in addresses),
+                    ]
                 ),
                 critical=False,
             )

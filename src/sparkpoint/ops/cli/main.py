@@ -27,8 +27,10 @@ def _register_commands() -> None:
     from sparkpoint.ops.cli.jvm import jvm_group
     from sparkpoint.ops.cli.kafka import kafka_group
     from sparkpoint.ops.cli.metadata import metadata_group
+    from sparkpoint.ops.cli.package import package_command
     from sparkpoint.ops.cli.rescale import rescale_command
     from sparkpoint.ops.cli.restore import restore
+    from sparkpoint.ops.cli.run import run_command
     from sparkpoint.ops.cli.service import coordinator_group
     from sparkpoint.ops.cli.shared import shared_check_command
     from sparkpoint.ops.cli.state import state_group
@@ -40,6 +42,8 @@ def _register_commands() -> None:
     main.add_command(drill_group)
     main.add_command(metadata_group)
     main.add_command(restore)
+    main.add_command(run_command)
+    main.add_command(package_command)
     main.add_command(state_group)
     main.add_command(zookeeper_group)
     main.add_command(hdfs_group)
