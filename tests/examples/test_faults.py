@@ -16,6 +16,7 @@ from sparkpoint.ops.devcluster.system_servers import PostgresServer, RabbitMQSer
 from sparkpoint.pipeline.channels.embedded import EmbeddedChannel
 from sparkpoint.pipeline.runtime.driver import PipelineDriver
 from tests.examples import support
+from tests.pipeline.support import block_state_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,9 +30,6 @@ def test_a_declined_checkpoint_commits_and_acks_nothing_until_the_next(
 ) -> None:
     support.reset_table(postgres)
     job_id, queue = support.fresh_names()
-    # The keyed operator's subtask 1 cannot write its state for checkpoint 1: a
-    # directory sits where the file would go (root ignores permission bits).
-    (tmp_path / "ckpt" / job_id / "chk-1" / "process-1-0").mkdir(parents=True)
     published = support.publish_range(rabbitmq, queue, 0, 60)
     pipeline = orders_pipeline(
         job_id, rabbitmq.url, queue, postgres.conninfo, parallelism=2, batch_size=30
@@ -40,6 +38,8 @@ def test_a_declined_checkpoint_commits_and_acks_nothing_until_the_next(
     driver = PipelineDriver(pipeline, spark, channel, inline_threshold=0)
     driver.start()
     try:
+        # The keyed operator's subtask 1 cannot write its state for checkpoint 1.
+        block_state_files(spark, tmp_path / "ckpt" / job_id / "chk-1", "process", 1)
         assert channel.trigger_checkpoint() == 1
         support.run_until(driver, lambda: bool(driver.status.declined), "checkpoint 1 declined")
         support.run_until(driver, lambda: bool(driver.status.aborted), "checkpoint 1 aborted")

@@ -11,7 +11,7 @@ from sparkpoint.pipeline import ClickEventSource, EmbeddedChannel, Pipeline, Pip
 from sparkpoint.pipeline.api.operator_state import decode_element
 from sparkpoint.recovery.loading import load_checkpoint
 from sparkpoint.recovery.reader import read_operator_state
-from sparkpoint.storage import CheckpointStorage
+from sparkpoint.storage import CheckpointStorage, state_file_name
 from sparkpoint.store import ZooKeeperCompletedCheckpointStore
 
 SPLITS = 4
@@ -109,3 +109,24 @@ def savepoint_after(
     savepoint = driver.stop_with_savepoint()
     driver.close()
     return savepoint
+
+
+def _task_attempt_id(_: Any) -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    assert context is not None
+    return context.taskAttemptId()
+
+
+def block_state_files(
+    spark: Any, checkpoint: Path, operator_uid: str, subtask: int, ahead: int = 500
+) -> None:
+    """Make every coming attempt of ``subtask`` of ``operator_uid`` unable to write its
+    state file into the ``checkpoint`` directory: a directory sits where each file would
+    go (root ignores permission bits). The files are named by the Spark task attempt's
+    id, which the SparkContext hands out in sequence: the ``ahead`` ids after the one a
+    probe task gets now are blocked."""
+    now = spark.sparkContext.parallelize([0], 1).map(_task_attempt_id).collect()[0]
+    for attempt in range(now + 1, now + 1 + ahead):
+        (checkpoint / state_file_name(operator_uid, subtask, attempt)).mkdir(parents=True)

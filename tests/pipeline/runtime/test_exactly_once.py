@@ -64,15 +64,13 @@ def test_periodic_checkpoints_commit_everything_once(spark: Any, tmp_path: Path)
 
 
 def test_a_declined_checkpoint_aborts_and_the_next_completes(spark: Any, tmp_path: Path) -> None:
-    # Subtask 1 of the keyed operator cannot create its state file for checkpoint 1:
-    # a directory sits where the file would go (root ignores permission bits).
-    blocked = tmp_path / "ckpt" / "decline" / "chk-1" / "process-1-0"
-    blocked.mkdir(parents=True)
     p = support.pipeline("decline", tmp_path / "out", 4)
     channel = EmbeddedChannel(str(tmp_path / "ckpt"), interval_ms=MANUAL, tolerable_failures=1)
     driver = PipelineDriver(p, spark, channel, inline_threshold=0)
     driver.start()
     driver.run(max_epochs=1)
+    # Subtask 1 of the keyed operator cannot create its state file for checkpoint 1.
+    support.block_state_files(spark, tmp_path / "ckpt" / "decline" / "chk-1", "process", 1)
     assert channel.trigger_checkpoint() == 1
     driver.run(max_epochs=1)
     assert [c for c, _ in driver.status.declined] == [1]
