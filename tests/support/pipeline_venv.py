@@ -1,7 +1,9 @@
 """A virtualenv as a user makes one for a pipeline (docs/production.md): sparkpoint
 installed from this checkout as a package (not editable: venv-pack refuses editable
-installs) and, with ``extras``, its dependencies at the versions uv.lock pins — by uv from
-its cache, hard-linked, so it takes seconds."""
+installs) and, with ``extras``, its dependencies at the versions uv.lock pins — by uv,
+hard-linked from its cache where ``uv sync`` left the wheels, so it takes seconds. Not
+``--offline``: ``uv sync`` installs from the lock's URLs and leaves no index pages in the
+cache, which an offline resolution needs (on a fresh machine it found no package at all)."""
 
 from __future__ import annotations
 
@@ -34,11 +36,11 @@ def pipeline_venv(venv: Path, *others: str, extras: tuple[str, ...] = ()) -> Pat
         extra_args = [a for e in extras for a in ("--extra", e)]
         uv("export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "--quiet",
            *extra_args, "-o", str(locked))  # fmt: skip
-        uv("pip", "install", "--quiet", "--offline", "--no-deps", "-r", str(locked), venv=venv)
+        uv("pip", "install", "--quiet", "--no-deps", "-r", str(locked), venv=venv)
     # A wheel built afresh: uv's cache of a local project is keyed by pyproject.toml, not
     # by src/, so installing the directory could install an older build.
     wheels = venv.parent / f"{venv.name}-wheel"
-    uv("build", "--wheel", "--offline", "--quiet", "-o", str(wheels), str(ROOT))
+    uv("build", "--wheel", "--quiet", "-o", str(wheels), str(ROOT))
     [wheel] = wheels.glob("sparkpoint-*.whl")
-    uv("pip", "install", "--quiet", "--offline", "--no-deps", str(wheel), *others, venv=venv)
+    uv("pip", "install", "--quiet", "--no-deps", str(wheel), *others, venv=venv)
     return venv

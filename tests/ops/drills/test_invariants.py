@@ -16,6 +16,7 @@ from sparkpoint.ops.drills import (
     LeaderSample,
     check_exactly_once,
     check_ids_rising,
+    check_no_id_reused,
     check_retained_kept,
     check_runs_take_turns,
     check_single_leader,
@@ -28,6 +29,14 @@ rising = st.lists(st.integers(1, 10_000), unique=True).map(sorted)
 @given(rising)
 def test_strictly_rising_ids_hold(ids: list[int]) -> None:
     assert check_ids_rising(ids).ok
+
+
+def test_ids_after_the_quorum_came_back_must_be_above_every_id_before() -> None:
+    assert check_no_id_reused([3, 4, 5], [6, 7]).ok
+    assert check_no_id_reused([], [1]).ok
+    reused = check_no_id_reused([3, 4, 5], [5, 6])  # 5 handed out again
+    assert not reused.ok and reused.detail == "reused [5]"
+    assert not check_no_id_reused([3, 5], [4]).ok  # below one seen before: also reused
 
 
 @given(rising.filter(lambda ids: len(ids) >= 1), st.data())

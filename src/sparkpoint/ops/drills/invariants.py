@@ -16,6 +16,7 @@ from sparkpoint.storage.shared_files import SharedFilesReport
 
 SINGLE_LEADER = "single_leader"
 IDS_RISING = "ids_strictly_rising"
+NO_ID_REUSED = "no_id_reused"
 RETAINED_KEPT = "no_retained_checkpoint_lost"
 EXACTLY_ONCE = "exactly_once_output"
 
@@ -69,6 +70,18 @@ def check_ids_rising(ids_in_completion_order: Sequence[int]) -> Invariant:
         if after <= before:
             problems.append(f"id {after} completed after id {before}")
     return _result(IDS_RISING, problems, f"{len(ids_in_completion_order)} completions")
+
+
+def check_no_id_reused(ids_before: Sequence[int], ids_after: Sequence[int]) -> Invariant:
+    """Every checkpoint id first seen completed after a fault (the quorum back) is above
+    every id seen completed before it. ``ids_before`` must be read before the fault and
+    ``ids_after`` be those first seen after it, by one clock: a completion seen before
+    the fault can then never count as after it."""
+    highest = max(ids_before, default=0)
+    reused = [cid for cid in ids_after if cid <= highest]
+    if reused:
+        return Invariant(NO_ID_REUSED, False, f"reused {reused}")
+    return Invariant(NO_ID_REUSED, True, f"{len(ids_after)} new ids, all above {highest}")
 
 
 def check_retained_kept(before: Iterable[int], after: Iterable[int]) -> Invariant:

@@ -119,6 +119,12 @@ class ClusterObserver:
                 acting.append(str(this.get("instance_id")))
         return tuple(acting)
 
+    def elapsed(self) -> float:
+        """Seconds since the observer started: the clock of its samples and completions,
+        for a drill to date its own steps on (never a sample's time: the sampler may wait
+        on a read through a whole outage)."""
+        return time.monotonic() - self.started
+
     def _sample(self) -> None:
         now = time.monotonic()
         acting = self._acting(self._addresses())
@@ -132,6 +138,9 @@ class ClusterObserver:
                 self.obs.errors += 1
                 self.obs.samples.append(LeaderSample(now - self.started, None, acting))
             return
+        # What the reads saw is dated when they answered: a read that waited through an
+        # outage answers with what is there after it.
+        seen = time.monotonic()
         with self._lock:
             self.obs.samples.append(
                 LeaderSample(now - self.started, leader.epoch if leader else None, acting)
@@ -142,11 +151,11 @@ class ClusterObserver:
             ids = tuple(p.checkpoint_id for p in pointers)
             self.obs.retained = ids
             for cid in ids:
-                self.obs.retained_last_seen[cid] = now - self.started
+                self.obs.retained_last_seen[cid] = seen - self.started
             for cid in sorted(ids):
                 if cid not in self._seen:
                     self._seen.add(cid)
-                    self.obs.completions.append((cid, now - self.started))
+                    self.obs.completions.append((cid, seen - self.started))
 
     def _run(self) -> None:
         while not self._stop.is_set():

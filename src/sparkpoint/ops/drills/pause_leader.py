@@ -58,10 +58,10 @@ def run_pause_leader(
     fenced_before = fenced_writes(address) or 0.0
     max_before = max((cid for cid, _ in before.completions), default=0)
     first_sample = len(before.samples)
-    frozen_at = observer.snapshot().samples[-1].at_s if before.samples else 0.0
+    frozen_at = observer.elapsed()
     target.signal(victim, signal.SIGSTOP)
     threading.Event().wait(pause)  # the freeze is the fault under test
-    thawed_at = observer.snapshot().samples[-1].at_s
+    thawed_at = observer.elapsed()
     target.signal(victim, signal.SIGCONT)
 
     def settled(o: Observation) -> Observation | None:

@@ -22,6 +22,7 @@ from sparkpoint.ops.drills.cluster import DrillError, LocalCluster, Target
 from sparkpoint.ops.drills.invariants import (
     Invariant,
     check_ids_rising,
+    check_no_id_reused,
     check_single_leader,
 )
 from sparkpoint.ops.drills.kill_leader import steady
@@ -71,7 +72,7 @@ def _one_server_lost(
     leading = [s.server_id for s in zk.servers if server_mode(zk.host, s.client_port) == "leader"]
     first = leading[0] if leading else 3
     start = len(before.samples)
-    t0 = observer.snapshot().samples[-1].at_s
+    t0 = observer.elapsed()
     zk.stop_server(first)
     found = observer.wait_for(
         lambda o: _completion_after(o, len(before.completions) + 1), DEADLINE_S
@@ -98,7 +99,7 @@ def _quorum_lost(
     """Stop a second server and hold the outage; nobody may act or write meanwhile."""
     ids_before = [cid for cid, _ in observer.snapshot().completions]
     lost_wall = time.time()
-    lost_at = observer.snapshot().samples[-1].at_s
+    lost_at = observer.elapsed()
     target.zk.stop_server(second)
     threading.Event().wait(outage_s)  # the outage is the fault under test
     during = observer.snapshot()
@@ -127,7 +128,7 @@ def _quorum_back(
     two: IterationResult,
 ) -> IterationResult:
     """Restart both servers: one leader, checkpoints resume, no id reused."""
-    back_at = observer.snapshot().samples[-1].at_s
+    back_at = observer.elapsed()
     for server in reversed(servers):
         target.zk.start_server(server)
     target.zk.wait_serving(timeout=DEADLINE_S)
@@ -145,7 +146,6 @@ def _quorum_back(
     leader_at = next((s.at_s for s in obs.samples if s.at_s >= back_at and s.epoch is not None),
                      None)  # fmt: skip
     new = [(cid, at) for cid, at in obs.completions if at >= back_at]
-    reused = [cid for cid, _ in new if cid <= max(ids_before, default=0)]
     three = IterationResult(3, "quorum back",
                             time_to_leader_s=None if leader_at is None else leader_at - back_at,
                             time_to_checkpoint_s=(new[0][1] - back_at) if new else None,
@@ -156,9 +156,7 @@ def _quorum_back(
         check_single_leader([s for s in obs.samples if s.at_s >= back_at]),
         Invariant("checkpoints_resume", bool(new),
                   f"first after {new[0][1] - back_at:.2f} s" if new else "none resumed"),
-        Invariant("no_id_reused", not reused,
-                  f"reused {reused}" if reused else f"{len(new)} new ids, all above "
-                  f"{max(ids_before, default=0)}"),
+        check_no_id_reused(ids_before, [cid for cid, _ in new]),
         check_ids_rising([cid for cid, _ in obs.completions]),
     ]  # fmt: skip
     return three
