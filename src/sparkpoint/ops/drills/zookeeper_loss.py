@@ -137,7 +137,7 @@ def _quorum_back(
         and o.leader_epoch is not None else None, DEADLINE_S)  # fmt: skip
     obs = found if isinstance(found, Observation) else observer.snapshot()
     # Nothing can be seen while ZooKeeper is down; what matters is that no pointer shows
-    # up afterwards dated inside the outage — checked by completion time in the pointer.
+    # up dated inside the outage (by when the observer's read saw it).
     completed_during = [cid for cid, at in obs.completions if lost_at + 1 <= at < back_at]
     two.invariants.append(Invariant(
         "nothing_completed", not completed_during,
